@@ -1,0 +1,4 @@
+//! File formats the generator reads and writes: pure functions, no I/O.
+
+pub mod clouds_yaml;
+pub mod yaml;
