@@ -1,0 +1,267 @@
+//! Per-platform checks: the fields each platform requires and the values it supports.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use super::field::{FieldError, Path};
+use super::uri;
+use crate::installconfig::types::{
+    AwsPlatform, AzureCloudName, AzurePlatform, CloudControllerManager, ExternalPlatform,
+    GcpPlatform, IbmCloudPlatform, IpFamily, LoadBalancerType, NutanixPlatform, OpenStackPlatform,
+    Platform, PowerVsPlatform, PrismEndpoint, ServiceEndpoint, VspherePlatform,
+};
+
+/// `platform`: exactly one platform, then that platform's own checks.
+pub(crate) fn check(p: &Platform) -> Vec<FieldError> {
+    let path = Path::new("platform");
+    let mut errs = Vec::new();
+    let set = p.set_names();
+    let active = p.name();
+    if set.is_empty() {
+        let detail = format!("must specify one of the platforms ({})", Platform::NAMES.join(", "));
+        errs.push(FieldError::invalid(&path, active, detail));
+    }
+    for other in set.iter().skip(1) {
+        let detail = format!(
+            "must only specify a single type of platform; cannot use both \"{active}\" and \"{other}\""
+        );
+        errs.push(FieldError::invalid(&path, active, detail));
+    }
+    if let Some(aws) = &p.aws {
+        errs.extend(check_aws(aws, &path.child("aws")));
+    }
+    if let Some(azure) = &p.azure {
+        errs.extend(check_azure(azure, &path.child("azure")));
+    }
+    if let Some(external) = &p.external {
+        errs.extend(check_external(external, &path.child("external")));
+    }
+    if let Some(gcp) = &p.gcp {
+        errs.extend(check_gcp(gcp, &path.child("gcp")));
+    }
+    if let Some(ibm) = &p.ibmcloud {
+        errs.extend(check_ibmcloud(ibm, &path.child("ibmcloud")));
+    }
+    if let Some(nutanix) = &p.nutanix {
+        errs.extend(check_nutanix(nutanix, &path.child("nutanix")));
+    }
+    if let Some(openstack) = &p.openstack {
+        errs.extend(check_openstack(openstack, &path.child("openstack")));
+    }
+    if let Some(powervs) = &p.powervs {
+        errs.extend(check_powervs(powervs, &path.child("powervs")));
+    }
+    if let Some(vsphere) = &p.vsphere {
+        errs.extend(check_vsphere(vsphere, &path.child("vsphere")));
+    }
+    errs
+}
+
+fn required(errs: &mut Vec<FieldError>, value: &str, at: &Path, detail: &str) {
+    if value.is_empty() {
+        errs.push(FieldError::required(at, detail));
+    }
+}
+
+fn check_aws(p: &AwsPlatform, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    required(&mut errs, &p.region, &path.child("region"), "region must be specified");
+    if let Some(IpFamily::Other(value)) = &p.ip_family {
+        errs.push(FieldError::not_supported(&path.child("ipFamily"), value, IpFamily::KNOWN));
+    }
+    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints")));
+    errs
+}
+
+fn check_azure(p: &AzurePlatform, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let detail = "region should be set to one of the supported Azure regions";
+    required(&mut errs, &p.region, &path.child("region"), detail);
+    match &p.cloud_name {
+        Some(AzureCloudName::Other(value)) => {
+            let mut known = AzureCloudName::KNOWN.to_vec();
+            known.sort_unstable();
+            errs.push(FieldError::not_supported(&path.child("cloudName"), value, &known));
+        }
+        Some(AzureCloudName::Stack) if p.arm_endpoint.as_deref().unwrap_or("").is_empty() => {
+            let detail = "ARM endpoint must be set when installing on Azure Stack";
+            errs.push(FieldError::required(&path.child("armEndpoint"), detail));
+        }
+        _ => {}
+    }
+    errs
+}
+
+fn check_external(p: &ExternalPlatform, path: &Path) -> Vec<FieldError> {
+    match &p.cloud_controller_manager {
+        Some(CloudControllerManager::Other(value)) => vec![FieldError::not_supported(
+            &path.child("cloudControllerManager"),
+            value,
+            CloudControllerManager::KNOWN,
+        )],
+        _ => Vec::new(),
+    }
+}
+
+fn check_gcp(p: &GcpPlatform, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    required(&mut errs, &p.project_id, &path.child("projectID"), "must provide a GCP project ID");
+    required(&mut errs, &p.region, &path.child("region"), "must provide a region");
+    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints")));
+    errs
+}
+
+fn check_ibmcloud(p: &IbmCloudPlatform, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    required(&mut errs, &p.region, &path.child("region"), "region must be specified");
+    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints")));
+    errs
+}
+
+fn check_powervs(p: &PowerVsPlatform, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    required(&mut errs, &p.region, &path.child("region"), "region must be specified");
+    required(&mut errs, &p.zone, &path.child("zone"), "zone must be specified");
+    required(&mut errs, &p.user_id, &path.child("userID"), "UserID is required");
+    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints")));
+    errs
+}
+
+fn check_nutanix(p: &NutanixPlatform, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let pc = path.child("prismCentral");
+    errs.extend(prism_endpoint(&p.prism_central.endpoint, &pc.child("endpoint"), "Prism Central"));
+    let detail = "must specify the Prism Central username";
+    required(&mut errs, &p.prism_central.username, &pc.child("username"), detail);
+    let detail = "must specify the Prism Central password";
+    required(&mut errs, p.prism_central.password.expose(), &pc.child("password"), detail);
+    let pe_path = path.child("prismElements");
+    if p.prism_elements.is_empty() {
+        errs.push(FieldError::required(&pe_path, "must specify one Prism Element"));
+    }
+    for (i, pe) in p.prism_elements.iter().enumerate() {
+        let at = pe_path.index(i);
+        required(&mut errs, &pe.uuid, &at.child("uuid"), "must specify the Prism Element UUID");
+        errs.extend(prism_endpoint(&pe.endpoint, &at.child("endpoint"), "Prism Element"));
+    }
+    if p.subnet_uuids.is_empty() {
+        errs.push(FieldError::required(
+            &path.child("subnetUUIDs"),
+            "must specify at least one subnet",
+        ));
+    }
+    errs
+}
+
+fn prism_endpoint(e: &PrismEndpoint, path: &Path, what: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let detail = format!("must specify the {what} endpoint address");
+    required(&mut errs, &e.address, &path.child("address"), &detail);
+    if let Some(port) = e.port
+        && !(1..=65535).contains(&port)
+    {
+        let detail =
+            format!("The {what} endpoint port is invalid, must be in the range of 1 to 65535");
+        errs.push(FieldError::invalid(&path.child("port"), i64::from(port), detail));
+    }
+    errs
+}
+
+fn check_openstack(p: &OpenStackPlatform, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    required(&mut errs, &p.cloud, &path.child("cloud"), "a cloud must be specified");
+    if let Some(LoadBalancerType::Other(value)) =
+        p.load_balancer.as_ref().and_then(|lb| lb.kind.as_ref())
+    {
+        let at = path.child("loadBalancer").child("type");
+        errs.push(FieldError::not_supported(&at, value, LoadBalancerType::KNOWN));
+    }
+    let no_external_network = p.external_network.as_deref().unwrap_or("").is_empty();
+    for (key, value) in
+        [("apiFloatingIP", &p.api_floating_ip), ("ingressFloatingIP", &p.ingress_floating_ip)]
+    {
+        let Some(ip) = value.as_deref().filter(|ip| !ip.is_empty()) else { continue };
+        let at = path.child(key);
+        if ip.parse::<IpAddr>().is_err() {
+            errs.push(FieldError::invalid(&at, ip, format!("\"{ip}\" is not a valid IP")));
+        }
+        if no_external_network {
+            let detail = "Cannot set floating ips when external network not specified";
+            errs.push(FieldError::invalid(&at, ip, detail));
+        }
+    }
+    for (i, ip) in p.external_dns.iter().enumerate() {
+        if ip.parse::<IpAddr>().is_err() {
+            let at = path.child("externalDNS").index(i);
+            errs.push(FieldError::invalid(&at, ip, format!("\"{ip}\" is not a valid IP")));
+        }
+    }
+    errs
+}
+
+fn check_vsphere(p: &VspherePlatform, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let vc_path = path.child("vcenters");
+    if p.vcenters.is_empty() {
+        errs.push(FieldError::required(&vc_path, "must be defined"));
+    }
+    for (i, vc) in p.vcenters.iter().enumerate() {
+        let at = vc_path.index(i);
+        let detail = "must be the domain name or IP address of the vCenter";
+        required(&mut errs, &vc.server, &at.child("server"), detail);
+        required(&mut errs, &vc.user, &at.child("user"), "must specify the username");
+        required(
+            &mut errs,
+            vc.password.expose(),
+            &at.child("password"),
+            "must specify the password",
+        );
+        if vc.datacenters.is_empty() {
+            let detail = "must specify at least one datacenter";
+            errs.push(FieldError::required(&at.child("datacenters"), detail));
+        }
+        if let Some(port) = vc.port
+            && !(1..=65535).contains(&port)
+        {
+            let detail = "port must be in the range of 1 to 65535";
+            errs.push(FieldError::invalid(&at.child("port"), i64::from(port), detail));
+        }
+    }
+    let servers: BTreeSet<&str> = p.vcenters.iter().map(|vc| vc.server.as_str()).collect();
+    let fd_path = path.child("failureDomains");
+    let mut names = BTreeSet::new();
+    for (i, fd) in p.failure_domains.iter().enumerate() {
+        let at = fd_path.index(i);
+        required(&mut errs, &fd.name, &at.child("name"), "must specify the name");
+        if !fd.name.is_empty() && !names.insert(fd.name.as_str()) {
+            errs.push(FieldError::duplicate(&at.child("name"), &fd.name));
+        }
+        required(&mut errs, &fd.region, &at.child("region"), "must specify region tag value");
+        required(&mut errs, &fd.zone, &at.child("zone"), "must specify zone tag value");
+        if fd.server.is_empty() {
+            errs.push(FieldError::required(&at.child("server"), "must specify a vCenter server"));
+        } else if !servers.contains(fd.server.as_str()) {
+            let detail = "server does not exist in vcenters";
+            errs.push(FieldError::invalid(&at.child("server"), &fd.server, detail));
+        }
+    }
+    errs
+}
+
+/// Endpoint overrides: a valid absolute URL each, one per service name.
+fn service_endpoints(endpoints: &[ServiceEndpoint], path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, endpoint) in endpoints.iter().enumerate() {
+        let at = path.index(i);
+        if endpoint.name.is_empty() {
+            errs.push(FieldError::required(&at.child("name"), "must specify the service name"));
+        } else if !seen.insert(endpoint.name.as_str()) {
+            errs.push(FieldError::duplicate(&at.child("name"), &endpoint.name));
+        }
+        if let Err(detail) = uri::absolute(&endpoint.url) {
+            errs.push(FieldError::invalid(&at.child("url"), &endpoint.url, detail));
+        }
+    }
+    errs
+}
