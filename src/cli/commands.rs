@@ -1,0 +1,97 @@
+//! The commands: each resolves its inputs, calls the library and reports in the installer's style.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
+
+use super::resolve::{self, Env};
+use super::{Cli, Command, CreateArgs, CreateTarget, GraphFormat};
+use crate::assets::{self, Inputs};
+use crate::graph::{dot, store};
+use crate::installconfig::{self, clouds};
+
+pub(super) fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Create(CreateTarget::Manifests(args)) => create_manifests(args),
+        Command::Validate { dir } => validate(&dir),
+        Command::Graph { format } => graph(format),
+        Command::Completion { shell } => completion(shell),
+    }
+}
+
+/// True when the error is the user's input being wrong (exit code 3), not a failure to act.
+pub(super) fn is_invalid_input(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<installconfig::Error>().is_some_and(installconfig::Error::is_invalid_input)
+            || e.downcast_ref::<clouds::Error>().is_some_and(clouds::Error::is_invalid_input)
+    })
+}
+
+fn load_install_config(dir: &Path, env: &Env) -> anyhow::Result<installconfig::Loaded> {
+    let loaded =
+        installconfig::load(&resolve::install_config_path(dir), &env.install_config_defaults())?;
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    tracing::info!("Loaded {}", resolve::INSTALL_CONFIG);
+    Ok(loaded)
+}
+
+fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
+    let CreateArgs { dir, offline, infra_id } = args;
+    let env = Env::from_process().context("could not read the working directory")?;
+    let config = load_install_config(&dir, &env)?.config;
+    let mut reserved = vec![resolve::INSTALL_CONFIG.to_owned()];
+    let cloud = match config.platform.openstack.as_ref() {
+        Some(openstack) => {
+            let cloud =
+                clouds::load(&clouds::search_paths(&env.clouds_search()), &openstack.cloud)?;
+            tracing::info!("Loaded cloud {:?} from {}", cloud.name, cloud.file.display());
+            reserved.extend(relative_to(&cloud.file, &dir));
+            Some(cloud)
+        }
+        None => None,
+    };
+    let graph = assets::graph(Inputs { install_config: Some(config), cloud, infra_id, offline })?;
+    let reserved: Vec<&str> = reserved.iter().map(String::as_str).collect();
+    let run = store::create(&graph, &dir, assets::MANIFEST_TARGETS, &reserved)?;
+    let changed = run.plan.writes.len() + run.plan.removes.len();
+    if changed == 0 {
+        tracing::info!("Manifests in {} are up to date", dir.display());
+    } else {
+        tracing::info!("Manifests created in {}", dir.display());
+    }
+    Ok(())
+}
+
+/// `file`'s path relative to `dir` when it lies inside it (an input no asset may overwrite).
+fn relative_to(file: &Path, dir: &Path) -> Option<String> {
+    let file = file.canonicalize().ok()?;
+    let dir = dir.canonicalize().ok()?;
+    file.strip_prefix(dir).ok().map(|p| p.to_string_lossy().into_owned())
+}
+
+fn validate(dir: &Path) -> anyhow::Result<()> {
+    let env = Env::from_process().context("could not read the working directory")?;
+    load_install_config(dir, &env)?;
+    tracing::info!("{} is valid", resolve::INSTALL_CONFIG);
+    Ok(())
+}
+
+fn graph(format: GraphFormat) -> anyhow::Result<()> {
+    let graph = assets::graph(Inputs::default())?;
+    let text = match format {
+        GraphFormat::Text => dot::text(&graph),
+        GraphFormat::Dot => dot::dot(&graph),
+    };
+    std::io::stdout().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+fn completion(shell: clap_complete::Shell) -> anyhow::Result<()> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut super::command(), "ccm-assets", &mut out);
+    std::io::stdout().write_all(&out)?;
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! Command-line definitions and help text (the manual), and dispatch to the commands.
+
+mod commands;
+mod log;
+pub mod resolve;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory as _, Parser, Subcommand, ValueEnum};
+
+/// Exit code for invalid input (install-config.yaml, clouds.yaml), as distinct from other errors.
+pub const EXIT_INVALID_INPUT: u8 = 3;
+
+/// Generate cloud-provider configs and external CCM manifests.
+///
+/// ccm-assets reads an OpenShift-style install-config.yaml (and, on OpenStack, clouds.yaml)
+/// from an asset directory and writes, through an asset graph, everything a cluster needs to run
+/// an external cloud-controller-manager from its first boot. Re-running keeps unchanged files
+/// untouched and keeps your edits to generated files unless their inputs changed.
+///
+/// Exit codes: 0 success, 1 error, 2 usage error, 3 invalid input.
+#[derive(Debug, Parser)]
+#[command(name = "ccm-assets", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Examples:\n  \
+    ccm-assets create manifests --dir ./cluster\n  \
+    ccm-assets validate --dir ./cluster")]
+pub struct Cli {
+    /// Lowest level of log lines printed on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogLevel::Info, value_name = "LEVEL")]
+    pub log_level: LogLevel,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate assets into an asset directory.
+    #[command(subcommand)]
+    Create(CreateTarget),
+
+    /// Check install-config.yaml without writing anything.
+    ///
+    /// Parses DIR/install-config.yaml, applies the installer's defaults and reports every
+    /// problem at once, one `field.path: Type: detail` line each. Unknown fields are warnings.
+    /// Exits 0 when the file is valid and 3 when it is not.
+    #[command(after_help = "Examples:\n  ccm-assets validate --dir ./cluster\n  \
+        ccm-assets validate --dir ./cluster --log-level warn")]
+    Validate {
+        /// Asset directory holding install-config.yaml.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+    },
+
+    /// Print the asset graph.
+    ///
+    /// Lists every asset with its dependencies, in registration order. `--format dot` prints
+    /// Graphviz input with an edge from each dependency to its dependent.
+    #[command(after_help = "Examples:\n  ccm-assets graph\n  \
+        ccm-assets graph --format dot | dot -Tsvg > graph.svg")]
+    Graph {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = GraphFormat::Text, value_name = "FORMAT")]
+        format: GraphFormat,
+    },
+
+    /// Print a shell completion script.
+    ///
+    /// Load it in the current shell, or install it where your shell looks for completions.
+    #[command(after_help = "Examples:\n  source <(ccm-assets completion bash)\n  \
+        ccm-assets completion zsh > \"${fpath[1]}/_ccm-assets\"")]
+    Completion {
+        /// The shell to generate for.
+        #[arg(value_enum, value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// What `create` generates.
+#[derive(Debug, Subcommand)]
+pub enum CreateTarget {
+    /// Generate the manifests from install-config.yaml.
+    ///
+    /// Reads DIR/install-config.yaml (and, for OpenStack, the clouds.yaml found through
+    /// $OS_CLIENT_CONFIG_FILE, ./clouds.yaml, ~/.config/openstack/clouds.yaml or
+    /// /etc/openstack/clouds.yaml) and writes the generated files under DIR. Inputs are never
+    /// modified. The state of the run is kept in DIR/.ccm-assets-state.json; on any error
+    /// nothing in DIR changes.
+    #[command(after_help = "Examples:\n  ccm-assets create manifests --dir ./cluster\n  \
+        ccm-assets create manifests --dir ./cluster --offline --infra-id mycluster-x7k2p")]
+    Manifests(CreateArgs),
+}
+
+/// Arguments of `create manifests`.
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    /// Asset directory holding install-config.yaml.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+
+    /// Make no call to any cloud API.
+    ///
+    /// Values that would be looked up (an external network's ID, whether the cloud has a
+    /// load-balancer service) must then be given as IDs in install-config.yaml.
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Use this infrastructure ID instead of a generated one.
+    ///
+    /// The infrastructure ID names cloud resources. By default it is the cluster name (cut to
+    /// 21 characters) plus a dash and five random characters, generated once and kept in the
+    /// state file. Pin it for reproducible output: lowercase letters, digits and '-', at most
+    /// 27 characters, starting and ending with a letter or digit.
+    #[arg(long, value_name = "ID", value_parser = resolve::parse_infra_id)]
+    pub infra_id: Option<String>,
+}
+
+/// Log levels, as the installer names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    /// Everything, including each asset as it is generated.
+    Debug,
+    /// One line per file written (the default).
+    Info,
+    /// Only what you may not expect: discarded edits, unknown fields.
+    Warn,
+    /// Only errors.
+    Error,
+}
+
+/// Output formats of `graph`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    /// One line per asset.
+    Text,
+    /// Graphviz DOT.
+    Dot,
+}
+
+/// Parses the command line, runs the command, prints any error once and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    log::init(cli.log_level);
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => report(&err),
+    }
+}
+
+/// The clap command, for completions and help snapshots.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+fn report(err: &anyhow::Error) -> ExitCode {
+    // A closed stdout (`ccm-assets graph | head`) is not a failure, as in ripgrep.
+    if err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    }) {
+        return ExitCode::SUCCESS;
+    }
+    // One `ERROR` line per line of each cause: multi-error messages stay one error per line.
+    for cause in err.chain() {
+        for line in cause.to_string().lines() {
+            eprintln!("ERROR {line}");
+        }
+    }
+    if commands::is_invalid_input(err) {
+        ExitCode::from(EXIT_INVALID_INPUT)
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,119 @@
+//! Flags + environment + defaults → one resolved set of options; the only place env is read.
+//!
+//! Precedence, highest first: command-line flags, environment (`OS_CLOUD`,
+//! `OS_CLIENT_CONFIG_FILE`, `HOME`), install-config.yaml, built-in defaults. Assets never read
+//! the environment or flags themselves (STYLE.md d5).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::installconfig::{self, clouds};
+
+/// The environment variables ccm-assets reads, captured once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Env {
+    /// `$OS_CLOUD`: the default OpenStack cloud name.
+    pub os_cloud: Option<String>,
+    /// `$OS_CLIENT_CONFIG_FILE`: an explicit clouds.yaml.
+    pub os_client_config_file: Option<PathBuf>,
+    /// `$HOME`, for `~/.config/openstack/clouds.yaml`.
+    pub home: Option<PathBuf>,
+    /// The working directory, for `./clouds.yaml`.
+    pub cwd: PathBuf,
+}
+
+impl Env {
+    /// Reads the process environment. An empty variable counts as unset, as in openstacksdk.
+    pub fn from_process() -> std::io::Result<Env> {
+        Ok(Env::from_vars(|name| std::env::var_os(name), std::env::current_dir()?))
+    }
+
+    /// Builds from a lookup function (tests pass a table).
+    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>, cwd: PathBuf) -> Env {
+        let get = |name: &str| var(name).filter(|v| !v.is_empty());
+        Env {
+            os_cloud: get("OS_CLOUD").map(|v| v.to_string_lossy().into_owned()),
+            os_client_config_file: get("OS_CLIENT_CONFIG_FILE").map(PathBuf::from),
+            home: get("HOME").map(PathBuf::from),
+            cwd,
+        }
+    }
+
+    /// Defaults the install-config takes from the environment.
+    pub fn install_config_defaults(&self) -> installconfig::Defaults {
+        installconfig::Defaults { os_cloud: self.os_cloud.clone() }
+    }
+
+    /// Where to look for clouds.yaml, in order.
+    pub fn clouds_search(&self) -> clouds::SearchEnv {
+        clouds::SearchEnv {
+            client_config_file: self.os_client_config_file.clone(),
+            cwd: self.cwd.clone(),
+            home: self.home.clone(),
+        }
+    }
+}
+
+/// The file name of the install-config inside an asset directory.
+pub const INSTALL_CONFIG: &str = "install-config.yaml";
+
+/// The install-config path inside `dir`.
+pub fn install_config_path(dir: &Path) -> PathBuf {
+    dir.join(INSTALL_CONFIG)
+}
+
+/// Validates `--infra-id`: what the installer would generate, so resources get valid names.
+pub fn parse_infra_id(value: &str) -> Result<String, String> {
+    let ok_chars = value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let ok_ends = !value.starts_with('-') && !value.ends_with('-');
+    if value.is_empty() || value.len() > 27 || !ok_chars || !ok_ends {
+        return Err(format!(
+            "{value:?} is not a valid infrastructure ID: use 1 to 27 lowercase letters, digits \
+             and '-', starting and ending with a letter or digit"
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> Env {
+        let table: Vec<(String, OsString)> =
+            vars.iter().map(|(k, v)| ((*k).to_owned(), OsString::from(v))).collect();
+        Env::from_vars(
+            |name| table.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+            PathBuf::from("/work"),
+        )
+    }
+
+    #[test]
+    fn environment_feeds_defaults_and_search_in_one_place() {
+        let e = env(&[
+            ("OS_CLOUD", "mycloud"),
+            ("OS_CLIENT_CONFIG_FILE", "/x/clouds.yaml"),
+            ("HOME", "/h"),
+        ]);
+        assert_eq!(e.install_config_defaults().os_cloud.as_deref(), Some("mycloud"));
+        let search = e.clouds_search();
+        assert_eq!(search.client_config_file, Some(PathBuf::from("/x/clouds.yaml")));
+        assert_eq!(search.cwd, PathBuf::from("/work"));
+        assert_eq!(search.home, Some(PathBuf::from("/h")));
+    }
+
+    #[test]
+    fn empty_variables_count_as_unset() {
+        let e = env(&[("OS_CLOUD", ""), ("OS_CLIENT_CONFIG_FILE", "")]);
+        assert_eq!(e.os_cloud, None);
+        assert_eq!(e.os_client_config_file, None);
+    }
+
+    #[test]
+    fn infra_id_must_look_like_a_generated_one() {
+        assert_eq!(parse_infra_id("demo-x7k2p"), Ok("demo-x7k2p".to_owned()));
+        for bad in ["", "Demo-x", "-a", "a-", "a_b", &"a".repeat(28)] {
+            assert!(parse_infra_id(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}

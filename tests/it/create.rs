@@ -1,0 +1,180 @@
+//! `create manifests` end to end: golden output, reruns, edits, failures, modes, secrets.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::time::SystemTime;
+
+use crate::assert_golden;
+use crate::support::{Test, tree};
+
+const PINNED: &[&str] =
+    &["create", "manifests", "--dir", "{dir}", "--offline", "--infra-id", "demo-x7k2p"];
+const INFRA: &str = "manifests/cluster-infrastructure-02-config.yml";
+const STATE: &str = ".ccm-assets-state.json";
+
+fn openstack() -> Test {
+    Test::new().example("openstack").args(PINNED)
+}
+
+fn mtimes(t: &Test) -> Vec<(String, SystemTime)> {
+    tree(&t.dir())
+        .into_iter()
+        .map(|(p, _)| {
+            let m = std::fs::metadata(t.dir().join(&p)).unwrap().modified().unwrap();
+            (p, m)
+        })
+        .collect()
+}
+
+#[test]
+fn openstack_example_matches_the_golden_files() {
+    let t = openstack();
+    let run = t.expect(0);
+    let files: Vec<String> = tree(&t.dir()).into_iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        files,
+        [STATE, "clouds.yaml", "install-config.yaml", "manifests/cluster-config.yaml", INFRA]
+    );
+    assert_golden!("openstack-cluster-config.yaml", t.read("manifests/cluster-config.yaml"));
+    assert_golden!("openstack-cluster-infrastructure-02-config.yml", t.read(INFRA));
+    assert_golden!(
+        "openstack-create-stderr",
+        run.stderr.replace(&t.dir().display().to_string(), "DIR")
+    );
+}
+
+#[test]
+fn inputs_are_never_modified() {
+    let t = openstack();
+    let example = crate::support::repo().join("assets/examples/openstack");
+    t.expect(0);
+    for name in ["install-config.yaml", "clouds.yaml"] {
+        assert_eq!(t.read(name), std::fs::read_to_string(example.join(name)).unwrap(), "{name}");
+    }
+}
+
+#[test]
+fn same_inputs_give_byte_identical_output_in_any_directory() {
+    let a = openstack();
+    let b = openstack();
+    a.expect(0);
+    b.expect(0);
+    let strip =
+        |t: &Test| tree(&t.dir()).into_iter().filter(|(p, _)| p != STATE).collect::<Vec<_>>();
+    assert_eq!(strip(&a), strip(&b));
+}
+
+#[test]
+fn rerun_with_unchanged_inputs_rewrites_nothing() {
+    let t = openstack();
+    t.expect(0);
+    let before = mtimes(&t);
+    std::thread::sleep(std::time::Duration::from_millis(20)); // mtime resolution, not a timing test
+    let run = t.expect(0);
+    assert_eq!(mtimes(&t), before);
+    assert!(run.stderr.ends_with("are up to date\n"), "{}", run.stderr);
+    assert!(!run.stderr.contains("Wrote"), "{}", run.stderr);
+}
+
+#[test]
+fn generated_infra_id_is_made_once_and_kept() {
+    let t = Test::new().example("openstack").args(&[
+        "create",
+        "manifests",
+        "--dir",
+        "{dir}",
+        "--offline",
+    ]);
+    t.expect(0);
+    let first = t.read(INFRA);
+    let line = first.lines().find(|l| l.contains("infrastructureName:")).unwrap().to_owned();
+    let id = line.trim().trim_start_matches("infrastructureName: ");
+    assert_eq!(id.len(), "demo-".len() + 5, "{id}");
+    assert!(id.starts_with("demo-"), "{id}");
+    assert!(id[5..].bytes().all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b)), "{id}");
+    t.expect(0);
+    assert_eq!(t.read(INFRA), first);
+}
+
+#[test]
+fn user_edit_is_kept_when_inputs_are_unchanged() {
+    let t = openstack();
+    t.expect(0);
+    let edited = t.read(INFRA).replace("cpuPartitioning: None", "cpuPartitioning: AllNodes");
+    std::fs::write(t.dir().join(INFRA), &edited).unwrap();
+    let run = t.expect(0);
+    assert!(run.stderr.contains(&format!("INFO Kept user edits to {INFRA}\n")), "{}", run.stderr);
+    assert_eq!(t.read(INFRA), edited);
+}
+
+#[test]
+fn changed_inputs_regenerate_dependents_and_name_discarded_edits() {
+    let t = openstack();
+    t.expect(0);
+    std::fs::write(t.dir().join(INFRA), "edited by hand\n").unwrap();
+    let config =
+        t.read("install-config.yaml").replace("baseDomain: example.com", "baseDomain: example.org");
+    std::fs::write(t.dir().join("install-config.yaml"), config).unwrap();
+    let run = t.expect(0);
+    assert!(
+        run.stderr
+            .contains(&format!("WARNING Discarded user edits to {INFRA}: its inputs changed\n")),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("INFO Wrote manifests/cluster-config.yaml\n"), "{}", run.stderr);
+    assert!(t.read(INFRA).contains("apiServerURL: https://api.demo.example.org:6443"));
+}
+
+#[test]
+fn a_failed_run_leaves_the_directory_unchanged() {
+    let t = openstack();
+    t.expect(0);
+    let config =
+        t.read("install-config.yaml").replace("baseDomain: example.com", "baseDomain: -bad-");
+    std::fs::write(t.dir().join("install-config.yaml"), &config).unwrap();
+    let before = tree(&t.dir());
+    let times = mtimes(&t);
+    let run = t.expect(3);
+    assert!(
+        run.stderr.contains("install-config.yaml: baseDomain: Invalid value: \"-bad-\""),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(tree(&t.dir()), before);
+    assert_eq!(mtimes(&t), times);
+}
+
+#[test]
+fn a_fresh_directory_stays_empty_when_the_cloud_is_missing() {
+    let t = openstack().env("OS_CLIENT_CONFIG_FILE", "/nonexistent/clouds.yaml");
+    std::fs::remove_file(t.dir().join("clouds.yaml")).unwrap();
+    let before = tree(&t.dir());
+    let run = t.expect(3);
+    assert!(run.stderr.contains("clouds.yaml"), "{}", run.stderr);
+    assert_eq!(tree(&t.dir()), before);
+}
+
+#[test]
+fn state_is_private_and_manifests_are_world_readable() {
+    let t = openstack();
+    t.expect(0);
+    let mode =
+        |rel: &str| std::fs::metadata(t.dir().join(rel)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(STATE), 0o600);
+    assert_eq!(mode(INFRA), 0o644);
+    assert_eq!(mode("manifests/cluster-config.yaml"), 0o644);
+}
+
+#[test]
+fn secrets_never_reach_the_logs_or_the_manifests() {
+    let t = Test::new().example("openstack").args(&[PINNED, &["--log-level", "debug"]].concat());
+    let run = t.expect(0);
+    for secret in ["example-secret-not-real", "ZXhhbXBsZTpleGFtcGxl"] {
+        assert!(!run.stderr.contains(secret), "{secret} in logs:\n{}", run.stderr);
+        for (path, bytes) in tree(&t.dir()) {
+            if path.starts_with("manifests/") {
+                assert!(!String::from_utf8_lossy(&bytes).contains(secret), "{secret} in {path}");
+            }
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! The one integration-test binary (see STYLE.md: tests/it).
+
+mod cli;
+mod create;
+mod installconfig;
+mod support;

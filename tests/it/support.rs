@@ -1,0 +1,152 @@
+//! The `Test` builder: one temp directory and one `ccm-assets` invocation per test.
+//!
+//! Every test runs with a clean environment: `HOME` and the working directory point inside the
+//! test's own temp dir, and `OS_CLOUD`/`OS_CLIENT_CONFIG_FILE` are unset unless the test sets
+//! them, so nothing on the developer's machine leaks in.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+
+/// The repository root (examples and fixtures are read from here).
+pub(crate) fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A test in its own directory.
+pub(crate) struct Test {
+    tmp: tempfile::TempDir,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+/// What a run produced.
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Test {
+    pub(crate) fn new() -> Test {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(tmp.path().join("home")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("cwd")).unwrap();
+        Test { tmp, args: Vec::new(), env: Vec::new() }
+    }
+
+    /// The asset directory, `<root>/cluster`.
+    pub(crate) fn dir(&self) -> PathBuf {
+        self.tmp.path().join("cluster")
+    }
+
+    /// Copies `assets/examples/<name>` into the asset directory and points
+    /// `OS_CLIENT_CONFIG_FILE` at its clouds.yaml when it has one.
+    pub(crate) fn example(self, name: &str) -> Test {
+        self.copy_dir(&repo().join("assets/examples").join(name))
+    }
+
+    fn copy_dir(mut self, from: &Path) -> Test {
+        let to = self.dir();
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+        if to.join("clouds.yaml").exists() {
+            let clouds = to.join("clouds.yaml").display().to_string();
+            self = self.env("OS_CLIENT_CONFIG_FILE", &clouds);
+        }
+        self
+    }
+
+    /// Writes `contents` to `rel` inside the asset directory.
+    pub(crate) fn file(self, rel: &str, contents: &str) -> Test {
+        let path = self.dir().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+        self
+    }
+
+    /// Sets the arguments (`{dir}` is replaced by the asset directory).
+    pub(crate) fn args(mut self, args: &[&str]) -> Test {
+        let dir = self.dir().display().to_string();
+        self.args = args.iter().map(|a| a.replace("{dir}", &dir)).collect();
+        self
+    }
+
+    /// Sets an environment variable for the run.
+    pub(crate) fn env(mut self, key: &str, value: &str) -> Test {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Runs ccm-assets; the test keeps its directory for further runs.
+    pub(crate) fn run(&self) -> Run {
+        let mut cmd = Command::cargo_bin("ccm-assets").expect("binary built");
+        cmd.args(&self.args)
+            .current_dir(self.tmp.path().join("cwd"))
+            .env_remove("OS_CLOUD")
+            .env_remove("OS_CLIENT_CONFIG_FILE")
+            .env("HOME", self.tmp.path().join("home"));
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let Output { status, stdout, stderr } = cmd.output().expect("ran ccm-assets");
+        Run {
+            code: status.code().expect("exited"),
+            stdout: String::from_utf8(stdout).expect("utf-8 stdout"),
+            stderr: String::from_utf8(stderr).expect("utf-8 stderr"),
+        }
+    }
+
+    /// Runs and expects exit code `code`, printing both streams otherwise.
+    pub(crate) fn expect(&self, code: i32) -> Run {
+        let run = self.run();
+        assert_eq!(
+            run.code, code,
+            "exit code {} (wanted {code})\n--- stdout\n{}\n--- stderr\n{}",
+            run.code, run.stdout, run.stderr
+        );
+        run
+    }
+
+    /// Reads a file of the asset directory.
+    pub(crate) fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.dir().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+}
+
+/// Every regular file under `dir`, relative, sorted, with its bytes.
+pub(crate) fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Golden-file check on exact bytes: insta trims trailing whitespace when it compares, so the
+/// ending is asserted here (exactly one final newline for our YAML).
+#[macro_export]
+macro_rules! assert_golden {
+    ($name:expr, $text:expr) => {{
+        let text: &str = &$text;
+        assert!(text.ends_with('\n') && !text.ends_with("\n\n"), "{} must end with one newline", $name);
+        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+            insta::assert_snapshot!($name, text);
+        });
+    }};
+}
