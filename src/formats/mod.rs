@@ -1,4 +1,5 @@
 //! File formats the generator reads and writes: pure functions, no I/O.
 
 pub mod clouds_yaml;
+pub mod gcfg;
 pub mod yaml;

@@ -1,0 +1,373 @@
+//! cloud.conf in the gcfg (git-config) dialect the OpenStack CCM reads: parse and write.
+//!
+//! One model for the generator (which writes cloud.conf) and the controller (which reads it),
+//! std only. The rules are gcfg's (gopkg.in/gcfg.v1, what the upstream CCM parses with):
+//! section and key names are case-insensitive, `;` and `#` start a comment outside quotes,
+//! values may be double-quoted (even in part: `a"b c"d` is `ab cd`), `\"`, `\\`, `\n`, `\t` and
+//! `\b` are escapes, a backslash at the end of a line continues it, leading and trailing blanks
+//! of a value are dropped, a key without `=` is a "blank" value (true for a boolean) and a
+//! repeated key is a list. The writer quotes exactly the values that would otherwise read back
+//! differently, so everything written parses back to the same values: `region = Region#1`
+//! unquoted would be read as `Region`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// A parse error, with its 1-based line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A whole cloud.conf: sections in file order (a repeated header is a separate entry, as in
+/// the file; lookups see them as one section, as gcfg does).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Document {
+    /// The sections, in order.
+    pub sections: Vec<Section>,
+}
+
+/// `[name]` or `[name "subsection"]` and its entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// The name as written (`Global`); compared case-insensitively.
+    pub name: String,
+    /// The quoted subsection (`LoadBalancerClass "foo"` → `foo`); case-sensitive.
+    pub subsection: Option<String>,
+    /// The entries, in order.
+    pub entries: Vec<Entry>,
+    /// 1-based line of the header (0 for sections built in code).
+    pub line: usize,
+}
+
+/// One `key = value` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The key as written; compared case-insensitively.
+    pub key: String,
+    /// The value with quotes and escapes resolved; `None` for a bare `key` with no `=`.
+    pub value: Option<String>,
+    /// 1-based line (0 for entries built in code).
+    pub line: usize,
+}
+
+impl Section {
+    /// An empty section built in code.
+    pub fn new(name: impl Into<String>) -> Section {
+        Section { name: name.into(), subsection: None, entries: Vec::new(), line: 0 }
+    }
+
+    /// True when this is `[name]` (no subsection), compared as gcfg does.
+    pub fn is(&self, name: &str) -> bool {
+        self.subsection.is_none() && self.name.eq_ignore_ascii_case(name)
+    }
+
+    /// Appends `key = value`.
+    #[must_use]
+    pub fn with(mut self, key: &str, value: impl Into<String>) -> Section {
+        self.entries.push(Entry { key: key.to_owned(), value: Some(value.into()), line: 0 });
+        self
+    }
+}
+
+impl Entry {
+    /// The value as text; a bare key reads as the empty string.
+    pub fn text(&self) -> &str {
+        self.value.as_deref().unwrap_or("")
+    }
+}
+
+impl Document {
+    /// Every section `[name]`, in order.
+    pub fn sections_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Section> {
+        self.sections.iter().filter(move |s| s.is(name))
+    }
+
+    /// True when at least one `[name]` header exists.
+    pub fn has_section(&self, name: &str) -> bool {
+        self.sections_named(name).next().is_some()
+    }
+
+    /// Every value of `key` in `[name]`, in order (a repeated key is a list).
+    pub fn get_all<'a>(
+        &'a self,
+        section: &'a str,
+        key: &'a str,
+    ) -> impl Iterator<Item = &'a Entry> {
+        self.sections_named(section)
+            .flat_map(|s| s.entries.iter())
+            .filter(move |e| e.key.eq_ignore_ascii_case(key))
+    }
+
+    /// The last value of `key` in `[section]` (a later line overrides an earlier one).
+    pub fn get<'a>(&'a self, section: &str, key: &str) -> Option<&'a str> {
+        let entries = self.sections.iter().filter(|s| s.is(section)).flat_map(|s| &s.entries);
+        entries.filter(|e| e.key.eq_ignore_ascii_case(key)).last().map(Entry::text)
+    }
+
+    /// Removes every `key` from `[section]`; returns the removed entries.
+    pub fn remove(&mut self, section: &str, key: &str) -> Vec<Entry> {
+        let mut removed = Vec::new();
+        for s in self.sections.iter_mut().filter(|s| s.is(section)) {
+            let (gone, kept) = std::mem::take(&mut s.entries)
+                .into_iter()
+                .partition(|e: &Entry| e.key.eq_ignore_ascii_case(key));
+            s.entries = kept;
+            removed.extend(gone);
+        }
+        removed
+    }
+
+    /// Removes every `[name]` section.
+    pub fn remove_section(&mut self, name: &str) {
+        self.sections.retain(|s| !s.is(name));
+    }
+
+    /// Sets `key` in `[section]`: replaces the last existing value in place (dropping earlier
+    /// duplicates), else appends to the last `[section]`, creating it at the end if needed.
+    pub fn set(&mut self, section: &str, key: &str, value: impl Into<String>) {
+        let value = Some(value.into());
+        if self.get_all(section, key).next().is_some() {
+            let count = self.get_all(section, key).count();
+            let mut seen = 0;
+            for s in self.sections.iter_mut().filter(|s| s.is(section)) {
+                s.entries.retain_mut(|e| {
+                    if !e.key.eq_ignore_ascii_case(key) {
+                        return true;
+                    }
+                    seen += 1;
+                    if seen == count {
+                        e.value = value.clone();
+                    }
+                    seen == count
+                });
+            }
+            return;
+        }
+        let index = match self.sections.iter().rposition(|s| s.is(section)) {
+            Some(i) => i,
+            None => {
+                self.sections.push(Section::new(section));
+                self.sections.len() - 1
+            }
+        };
+        self.sections[index].entries.push(Entry { key: key.to_owned(), value, line: 0 });
+    }
+}
+
+/// Writes sections separated by one blank line, `key = value` with gcfg quoting where needed.
+impl fmt::Display for Document {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, section) in self.sections.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            match &section.subsection {
+                None => writeln!(f, "[{}]", section.name)?,
+                Some(sub) => {
+                    let sub = sub.replace('\\', "\\\\").replace('"', "\\\"");
+                    writeln!(f, "[{} \"{sub}\"]", section.name)?;
+                }
+            }
+            for entry in &section.entries {
+                match &entry.value {
+                    None => writeln!(f, "{}", entry.key)?,
+                    Some(value) => writeln!(f, "{} = {}", entry.key, quote(value))?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `value` as gcfg must see it: unchanged when it reads back as itself, else double-quoted with
+/// `\\`, `\"`, `\n`, `\t` and `\b` escapes.
+pub fn quote(value: &str) -> Cow<'_, str> {
+    let plain = !value.is_empty()
+        && !value.starts_with([' ', '\t'])
+        && !value.ends_with([' ', '\t'])
+        && !value.contains(['#', ';', '"', '\\', '\n', '\r', '\t', '\u{8}']);
+    if plain {
+        return Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Cow::Owned(out)
+}
+
+/// Parses a cloud.conf.
+pub fn parse(text: &str) -> Result<Document, ParseError> {
+    let mut doc = Document::default();
+    let mut lines = text.split('\n').enumerate().peekable();
+    while let Some((index, raw)) = lines.next() {
+        let line = index + 1;
+        let err = |message: String| ParseError { line, message };
+        let mut logical = raw.trim_end_matches('\r').to_owned();
+        // A value may continue on the next line after a backslash (outside quotes).
+        while ends_with_continuation(&logical) {
+            logical.pop();
+            match lines.next() {
+                Some((_, next)) => logical.push_str(next.trim_end_matches('\r')),
+                None => break,
+            }
+        }
+        let rest = logical.trim_start_matches([' ', '\t']);
+        if rest.is_empty() || rest.starts_with([';', '#']) {
+            continue;
+        }
+        if let Some(header) = rest.strip_prefix('[') {
+            doc.sections.push(parse_header(header).map_err(err)?.at(line));
+            continue;
+        }
+        let Some(section) = doc.sections.last_mut() else {
+            return Err(err(format!("{:?} is outside any [section]", rest)));
+        };
+        let entry = parse_entry(rest).map_err(err)?;
+        section.entries.push(Entry { line, ..entry });
+    }
+    Ok(doc)
+}
+
+impl Section {
+    fn at(mut self, line: usize) -> Section {
+        self.line = line;
+        self
+    }
+}
+
+/// True when the line ends in an unescaped backslash outside quotes.
+fn ends_with_continuation(line: &str) -> bool {
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' if chars.peek().is_none() => return !quoted,
+            '\\' => {
+                chars.next();
+            }
+            ';' | '#' if !quoted => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+fn parse_header(rest: &str) -> Result<Section, String> {
+    let close = rest.rfind(']').ok_or("section header is missing its closing `]`")?;
+    let after = rest[close + 1..].trim_start_matches([' ', '\t']);
+    if !(after.is_empty() || after.starts_with([';', '#'])) {
+        return Err(format!("unexpected {after:?} after the section header"));
+    }
+    let inner = &rest[..close];
+    let (name, sub) = match inner.find([' ', '\t']) {
+        None => (inner, None),
+        Some(i) => (&inner[..i], Some(inner[i..].trim_start_matches([' ', '\t']))),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.') {
+        return Err(format!("invalid section name {name:?}"));
+    }
+    let subsection = match sub {
+        None => None,
+        Some(quoted) => Some(parse_subsection(quoted)?),
+    };
+    Ok(Section { name: name.to_owned(), subsection, entries: Vec::new(), line: 0 })
+}
+
+fn parse_subsection(quoted: &str) -> Result<String, String> {
+    let body = quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .ok_or_else(|| format!("subsection {quoted:?} must be double-quoted"))?;
+    let mut out = String::new();
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(e @ ('\\' | '"')) => out.push(e),
+                _ => return Err(format!("invalid escape in subsection {quoted:?}")),
+            },
+            '"' => return Err(format!("unescaped quote in subsection {quoted:?}")),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_entry(rest: &str) -> Result<Entry, String> {
+    let name_len =
+        rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).unwrap_or(rest.len());
+    let key = &rest[..name_len];
+    if !key.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return Err(format!("invalid key {:?}: a key starts with a letter", rest));
+    }
+    let after = rest[name_len..].trim_start_matches([' ', '\t']);
+    if after.is_empty() || after.starts_with([';', '#']) {
+        return Ok(Entry { key: key.to_owned(), value: None, line: 0 });
+    }
+    let Some(raw) = after.strip_prefix('=') else {
+        return Err(format!("expected `=` after key {key:?}"));
+    };
+    let value = parse_value(raw).map_err(|e| format!("{key}: {e}"))?;
+    Ok(Entry { key: key.to_owned(), value: Some(value), line: 0 })
+}
+
+/// Resolves quotes and escapes; drops leading and trailing blanks outside quotes.
+fn parse_value(raw: &str) -> Result<String, String> {
+    let mut out = String::new();
+    // Length of `out` up to its last character that must be kept (trailing blanks are cut).
+    let mut keep = 0;
+    let mut quoted = false;
+    let mut chars = raw.trim_start_matches([' ', '\t']).chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                keep = out.len();
+            }
+            '\\' => {
+                let unescaped = match chars.next() {
+                    Some('\\') => '\\',
+                    Some('"') => '"',
+                    Some('n') => '\n',
+                    Some('t') => '\t',
+                    Some('b') => '\u{8}',
+                    Some(other) => return Err(format!("unknown escape sequence `\\{other}`")),
+                    None => return Err("a backslash ends the value".into()),
+                };
+                out.push(unescaped);
+                keep = out.len();
+            }
+            ';' | '#' if !quoted => break,
+            c => {
+                out.push(c);
+                if quoted || !matches!(c, ' ' | '\t') {
+                    keep = out.len();
+                }
+            }
+        }
+    }
+    if quoted {
+        return Err("unterminated quoted value".into());
+    }
+    out.truncate(keep);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;
