@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{cluster_id, install_config, platform};
+use super::openstack::cloud_conf::{self, CloudProviderConfig};
+use super::{cluster_id, install_config, openstack, platform};
 use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
 use crate::installconfig::InstallConfig;
@@ -98,12 +99,22 @@ impl Asset for InfrastructureAsset {
         "Infrastructure Config"
     }
     fn dependencies(&self) -> &'static [AssetId] {
-        &[install_config::ID, cluster_id::ID]
+        &[install_config::ID, cluster_id::ID, cloud_conf::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
         let config: InstallConfig = parents.get(install_config::ID)?;
         let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
-        let infra = infrastructure(&config, &id.infra_id)?;
+        let cloud_config: Option<CloudProviderConfig> = parents.get(cloud_conf::ID)?;
+        let mut infra = infrastructure(&config, &id.infra_id)?;
+        if cloud_config.is_some() {
+            infra.spec.cloud_config =
+                CloudConfigRef { name: "cloud-provider-config".into(), key: Some("config".into()) };
+        }
+        if let Some(os) = &config.platform.openstack {
+            let (spec, status) = openstack::infrastructure(os, &config);
+            infra.spec.platform_spec.insert("openstack".into(), spec);
+            infra.status.platform_status.insert("openstack".into(), status);
+        }
         let file = File::new(PATH, to_yaml(&infra)?);
         Ok(Output::new(&infra)?.with_file(file))
     }

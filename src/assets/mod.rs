@@ -1,22 +1,27 @@
 //! The registry: every asset, the targets of each command, and the platform table.
 //!
 //! ```text
-//! install-config ──┬── cluster-id ──┐
-//!                  ├────────────────┴── infrastructure   manifests/cluster-infrastructure-02-config.yml
-//!                  └── cluster-config                     manifests/cluster-config.yaml
-//! openstack/clouds                                        (source: the selected clouds.yaml entry)
+//! install-config ─┬─ cluster-id ─────────────────────┬─ infrastructure
+//!                 ├─ cluster-config                  │
+//!                 ├─ trust-bundle                    │
+//! openstack/clouds┴─ openstack/cloud-facts ─ openstack/cloud-provider-config ─┬─ openstack/ccm
+//!                 └─ openstack/credentials ───────────────────────────────────┘
 //! ```
+//! `ccm-assets graph` prints the exact edges.
 
+pub mod ccm;
 pub mod cluster_config;
 pub mod cluster_id;
+pub mod images;
 pub mod infrastructure;
 pub mod install_config;
 pub mod openstack;
 pub mod platform;
+pub mod trust_bundle;
 
 use crate::graph::{self, Asset, AssetId, Graph};
 use crate::installconfig::InstallConfig;
-use crate::installconfig::clouds::SelectedCloud;
+use openstack::lookup::Lookup;
 
 /// What the command line resolved: the loaded inputs and the options assets depend on.
 #[derive(Debug, Default)]
@@ -24,27 +29,39 @@ pub struct Inputs {
     /// The validated install-config with defaults applied (`None` for `graph`, which only
     /// describes the structure).
     pub install_config: Option<InstallConfig>,
-    /// The selected clouds.yaml entry, on OpenStack.
-    pub cloud: Option<SelectedCloud>,
+    /// The selected clouds.yaml entry (with its CA), on OpenStack.
+    pub cloud: Option<openstack::Cloud>,
     /// `--infra-id`, when pinned.
     pub infra_id: Option<String>,
-    /// `--offline`: no cloud API calls.
-    pub offline: bool,
+    /// How to ask the cloud (`openstack::lookup::Offline` with `--offline`).
+    pub lookup: Option<Box<dyn Lookup>>,
+    /// The container images.
+    pub images: images::Images,
 }
 
 /// The assets `create manifests` resolves.
-pub const MANIFEST_TARGETS: &[AssetId] =
-    &[openstack::CLOUDS, cluster_config::ID, infrastructure::ID];
+pub const MANIFEST_TARGETS: &[AssetId] = &[
+    cluster_config::ID,
+    trust_bundle::ID,
+    infrastructure::ID,
+    openstack::credentials::ID,
+    ccm::ID,
+];
 
 /// Every asset, in the order `graph` lists them.
 pub fn graph(inputs: Inputs) -> graph::Result<Graph> {
-    let Inputs { install_config, cloud, infra_id, offline: _ } = inputs;
+    let Inputs { install_config, cloud, infra_id, lookup, images } = inputs;
     let assets: Vec<Box<dyn Asset>> = vec![
         Box::new(install_config::InstallConfigAsset::new(install_config)),
         Box::new(openstack::CloudsAsset::new(cloud)),
         Box::new(cluster_id::ClusterIdAsset::new(infra_id)),
         Box::new(cluster_config::ClusterConfigAsset),
+        Box::new(trust_bundle::TrustBundleAsset),
+        Box::new(openstack::lookup::CloudFactsAsset::new(lookup)),
+        Box::new(openstack::cloud_conf::CloudProviderConfigAsset),
+        Box::new(openstack::credentials::CredentialsAsset),
         Box::new(infrastructure::InfrastructureAsset),
+        Box::new(ccm::CcmAsset::new(images.ccm)),
     ];
     Graph::new(assets)
 }

@@ -25,6 +25,7 @@ pub(super) fn is_invalid_input(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<installconfig::Error>().is_some_and(installconfig::Error::is_invalid_input)
             || e.downcast_ref::<clouds::Error>().is_some_and(clouds::Error::is_invalid_input)
+            || e.is::<resolve::CaError>()
     })
 }
 
@@ -39,21 +40,25 @@ fn load_install_config(dir: &Path, env: &Env) -> anyhow::Result<installconfig::L
 }
 
 fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
-    let CreateArgs { dir, offline, infra_id } = args;
+    let CreateArgs { dir, offline, infra_id, ccm_image, ccm_assets_image } = args;
+    let images = resolve::images(ccm_image, ccm_assets_image);
     let env = Env::from_process().context("could not read the working directory")?;
     let config = load_install_config(&dir, &env)?.config;
     let mut reserved = vec![resolve::INSTALL_CONFIG.to_owned()];
-    let cloud = match config.platform.openstack.as_ref() {
+    let cloud: Option<crate::assets::openstack::Cloud> = match config.platform.openstack.as_ref() {
         Some(openstack) => {
-            let cloud =
+            let selected =
                 clouds::load(&clouds::search_paths(&env.clouds_search()), &openstack.cloud)?;
-            tracing::info!("Loaded cloud {:?} from {}", cloud.name, cloud.file.display());
-            reserved.extend(relative_to(&cloud.file, &dir));
-            Some(cloud)
+            tracing::info!("Loaded cloud {:?} from {}", selected.name, selected.file.display());
+            reserved.extend(relative_to(&selected.file, &dir));
+            Some(resolve::cloud(selected)?)
         }
         None => None,
     };
-    let graph = assets::graph(Inputs { install_config: Some(config), cloud, infra_id, offline })?;
+    let lookup = resolve::lookup(offline);
+    let inputs =
+        Inputs { install_config: Some(config), cloud, infra_id, lookup: Some(lookup), images };
+    let graph = assets::graph(inputs)?;
     let reserved: Vec<&str> = reserved.iter().map(String::as_str).collect();
     let run = store::create(&graph, &dir, assets::MANIFEST_TARGETS, &reserved)?;
     let changed = run.plan.writes.len() + run.plan.removes.len();

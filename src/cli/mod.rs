@@ -116,6 +116,20 @@ pub struct CreateArgs {
     /// 27 characters, starting and ending with a letter or digit.
     #[arg(long, value_name = "ID", value_parser = resolve::parse_infra_id)]
     pub infra_id: Option<String>,
+
+    /// Run this OpenStack CCM image.
+    ///
+    /// The image of the in-cluster Deployment and the bootstrap static pod. The default is
+    /// the release this ccm-assets was built with (data/images.json).
+    #[arg(long, value_name = "IMAGE")]
+    pub ccm_image: Option<String>,
+
+    /// Render on the bootstrap node with this ccm-assets image.
+    ///
+    /// The image the bootkube stage runs `ccm-assets render` from. The default is the
+    /// release this ccm-assets was built with (data/images.json).
+    #[arg(long, value_name = "IMAGE")]
+    pub ccm_assets_image: Option<String>,
 }
 
 /// Log levels, as the installer names them.

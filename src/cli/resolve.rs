@@ -7,6 +7,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::assets::images::Images;
+use crate::assets::openstack::{self, lookup};
 use crate::installconfig::{self, clouds};
 
 /// The environment variables ccm-assets reads, captured once.
@@ -60,6 +62,44 @@ pub const INSTALL_CONFIG: &str = "install-config.yaml";
 /// The install-config path inside `dir`.
 pub fn install_config_path(dir: &Path) -> PathBuf {
     dir.join(INSTALL_CONFIG)
+}
+
+/// Flags over the built-in image table.
+pub fn images(ccm: Option<String>, assets: Option<String>) -> Images {
+    let defaults = Images::default();
+    Images { ccm: ccm.unwrap_or(defaults.ccm), assets: assets.unwrap_or(defaults.assets) }
+}
+
+/// How assets ask the cloud: not at all with `--offline`.
+pub fn lookup(offline: bool) -> Box<dyn lookup::Lookup> {
+    if offline { Box::new(lookup::Offline) } else { Box::new(lookup::Online::default()) }
+}
+
+/// A CA file named by `cacert` that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: cloud {cloud:?}: cannot read its cacert {}", path.display())]
+pub struct CaError {
+    file: String,
+    cloud: String,
+    path: PathBuf,
+    #[source]
+    source: std::io::Error,
+}
+
+/// The selected cloud with its CA bundle read (a relative `cacert` is relative to the working
+/// directory, as openstacksdk has it).
+pub fn cloud(selected: clouds::SelectedCloud) -> Result<openstack::Cloud, CaError> {
+    let clouds::SelectedCloud { name, file, entry, .. } = selected;
+    let ca_bundle = match entry.cacert.as_deref().filter(|c| !c.is_empty()) {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|source| CaError {
+            file: file.display().to_string(),
+            cloud: name.clone(),
+            path: PathBuf::from(path),
+            source,
+        })?),
+        None => None,
+    };
+    Ok(openstack::Cloud { name, entry, ca_bundle })
 }
 
 /// Validates `--infra-id`: what the installer would generate, so resources get valid names.

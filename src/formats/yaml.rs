@@ -31,7 +31,29 @@ pub fn to_yaml<T: Serialize + ?Sized>(value: &T) -> Result<String> {
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    Ok(text)
+    Ok(without_blank_indentation(text, &tree))
+}
+
+/// serde-saphyr indents the empty lines of a literal block (`config: |` with a blank line
+/// between sections), leaving trailing spaces. An empty line means the same there, so they are
+/// dropped, unless the value itself holds spaces-only lines, which only a re-read can tell.
+fn without_blank_indentation(text: String, tree: &serde_json::Value) -> String {
+    if !text.lines().any(|l| !l.is_empty() && l.trim_start_matches(' ').is_empty()) {
+        return text;
+    }
+    let mut stripped = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.strip_suffix('\n').unwrap_or(line);
+        if body.trim_start_matches(' ').is_empty() {
+            stripped.push_str(&line[body.len()..]);
+        } else {
+            stripped.push_str(line);
+        }
+    }
+    match serde_saphyr::from_str::<serde_json::Value>(&stripped) {
+        Ok(back) if back == *tree => stripped,
+        _ => text,
+    }
 }
 
 #[cfg(test)]
@@ -55,6 +77,19 @@ mod tests {
         assert!(text.contains("enabled: \"yes\""), "{text}");
         assert!(text.contains("\"on\": \"on\""), "{text}");
         assert!(text.contains("time: \"1:20\""), "{text}");
+    }
+
+    #[test]
+    fn blank_lines_in_literal_blocks_carry_no_trailing_spaces() {
+        let doc = json!({"data": {"config": "[Global]\na = 1\n\n[LoadBalancer]\nb = 2\n"}});
+        let text = to_yaml(&doc).unwrap();
+        assert_eq!(
+            text,
+            "data:\n  config: |\n    [Global]\n    a = 1\n\n    [LoadBalancer]\n    b = 2\n"
+        );
+        let spaces = json!({"data": {"config": "a\n   \nb\n"}});
+        let text = to_yaml(&spaces).unwrap();
+        assert_eq!(serde_saphyr::from_str::<serde_json::Value>(&text).unwrap(), spaces, "{text}");
     }
 
     #[test]

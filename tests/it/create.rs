@@ -26,16 +26,9 @@ fn mtimes(t: &Test) -> Vec<(String, SystemTime)> {
 }
 
 #[test]
-fn openstack_example_matches_the_golden_files() {
+fn create_logs_one_line_per_file_written() {
     let t = openstack();
     let run = t.expect(0);
-    let files: Vec<String> = tree(&t.dir()).into_iter().map(|(p, _)| p).collect();
-    assert_eq!(
-        files,
-        [STATE, "clouds.yaml", "install-config.yaml", "manifests/cluster-config.yaml", INFRA]
-    );
-    assert_golden!("openstack-cluster-config.yaml", t.read("manifests/cluster-config.yaml"));
-    assert_golden!("openstack-cluster-infrastructure-02-config.yml", t.read(INFRA));
     assert_golden!(
         "openstack-create-stderr",
         run.stderr.replace(&t.dir().display().to_string(), "DIR")
@@ -166,15 +159,23 @@ fn state_is_private_and_manifests_are_world_readable() {
 }
 
 #[test]
-fn secrets_never_reach_the_logs_or_the_manifests() {
+fn secrets_stay_in_private_files_and_out_of_the_logs() {
     let t = Test::new().example("openstack").args(&[PINNED, &["--log-level", "debug"]].concat());
     let run = t.expect(0);
     for secret in ["example-secret-not-real", "ZXhhbXBsZTpleGFtcGxl"] {
         assert!(!run.stderr.contains(secret), "{secret} in logs:\n{}", run.stderr);
         for (path, bytes) in tree(&t.dir()) {
-            if path.starts_with("manifests/") {
-                assert!(!String::from_utf8_lossy(&bytes).contains(secret), "{secret} in {path}");
+            let mode = std::fs::metadata(t.dir().join(&path)).unwrap().permissions().mode() & 0o777;
+            let text = String::from_utf8_lossy(&bytes);
+            if !["clouds.yaml", "install-config.yaml"].contains(&path.as_str()) && mode != 0o600 {
+                assert!(!text.contains(secret), "{secret} in {path} ({mode:o})");
             }
         }
+    }
+    let private =
+        ["openshift/99_cloud-creds-secret.yaml", "manifests/ccm/11-cloud-credentials.yaml"];
+    for path in private {
+        let mode = std::fs::metadata(t.dir().join(path)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{path}");
     }
 }

@@ -3,4 +3,5 @@
 mod cli;
 mod create;
 mod installconfig;
+mod openstack;
 mod support;

@@ -47,6 +47,19 @@ impl Test {
         self.copy_dir(&repo().join("assets/examples").join(name))
     }
 
+    /// Copies `tests/fixtures/<case>` into the asset directory (as `example` does); a
+    /// relative `cacert` in its clouds.yaml is made absolute, since it is read from the cwd.
+    pub(crate) fn fixture(self, case: &str) -> Test {
+        let t = self.copy_dir(&repo().join("tests/fixtures").join(case));
+        let clouds = t.dir().join("clouds.yaml");
+        if let Ok(text) = std::fs::read_to_string(&clouds) {
+            let ca = t.dir().join("ca.pem").display().to_string();
+            std::fs::write(&clouds, text.replace("cacert: ca.pem", &format!("cacert: {ca}")))
+                .unwrap();
+        }
+        t
+    }
+
     fn copy_dir(mut self, from: &Path) -> Test {
         let to = self.dir();
         std::fs::create_dir_all(&to).unwrap();
@@ -135,6 +148,27 @@ pub(crate) fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
         }
     }
     out.sort();
+    out
+}
+
+/// Every file ccm-assets wrote (inputs and state left out), each under a `--- path (mode)`
+/// header, for one golden file per case.
+pub(crate) fn outputs(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt as _;
+    let inputs = ["install-config.yaml", "clouds.yaml", "ca.pem", ".ccm-assets-state.json"];
+    let mut out = String::new();
+    for (path, bytes) in tree(dir) {
+        if inputs.contains(&path.as_str()) {
+            continue;
+        }
+        let mode = std::fs::metadata(dir.join(&path)).unwrap().permissions().mode() & 0o777;
+        let text = String::from_utf8(bytes).expect("generated files are UTF-8");
+        assert!(
+            text.ends_with('\n') && !text.ends_with("\n\n"),
+            "{path} must end with one newline"
+        );
+        out.push_str(&format!("--- {path} ({mode:o})\n{text}"));
+    }
     out
 }
 

@@ -105,8 +105,8 @@ impl Document {
 
     /// The last value of `key` in `[section]` (a later line overrides an earlier one).
     pub fn get<'a>(&'a self, section: &str, key: &str) -> Option<&'a str> {
-        let entries = self.sections.iter().filter(|s| s.is(section)).flat_map(|s| &s.entries);
-        entries.filter(|e| e.key.eq_ignore_ascii_case(key)).last().map(Entry::text)
+        let mut entries = self.sections.iter().filter(|s| s.is(section)).flat_map(|s| &s.entries);
+        entries.rfind(|e| e.key.eq_ignore_ascii_case(key)).map(Entry::text)
     }
 
     /// Removes every `key` from `[section]`; returns the removed entries.

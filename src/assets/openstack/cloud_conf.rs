@@ -1,0 +1,192 @@
+//! The cloud-provider ConfigMap (the installer's cloud.conf) and the CCM's own derivations.
+//!
+//! `manifests/cloud-provider-config.yaml` holds the cloud.conf every other config is derived
+//! from, so a user's edit of it flows downstream: [`in_cluster`] turns it into the in-cluster
+//! CCM's `cloud-conf` (the cluster-cloud-controller-manager-operator's transform) and
+//! [`bootstrap`] into the bootstrap node's cloud.conf.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::lookup::{self, CloudFacts};
+use super::{CA_PATH, CLOUDS, CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, Cloud};
+use crate::formats::gcfg::{self, Document, Section};
+use crate::formats::yaml::to_yaml;
+use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
+
+/// Asset id.
+pub const ID: AssetId = "openstack/cloud-provider-config";
+
+/// The file written.
+pub const PATH: &str = "manifests/cloud-provider-config.yaml";
+
+/// Where the in-cluster CCM finds clouds.yaml (the mounted `openstack-cloud-credentials`).
+pub const CLOUDS_FILE: &str = "/etc/openstack/secret/clouds.yaml";
+
+/// Where the bootstrap node keeps the CA bundle (beside the bootstrap cloud.conf).
+pub const BOOTSTRAP_CA_PATH: &str = "/etc/kubernetes/bootstrap-configs/ca-bundle.pem";
+
+/// The ConfigMap's content; also what dependents read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloudProviderConfig {
+    /// Key `config`: the cloud.conf.
+    pub config: String,
+    /// Key `ca-bundle.pem`: the cloud's CA, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+}
+
+/// A cloud.conf that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// It does not parse as gcfg.
+    #[error("cloud.conf does not parse")]
+    Parse(#[source] gcfg::ParseError),
+    /// A key the in-cluster CCM cannot honour holds a value other than the installer's.
+    #[error(
+        "'[Global] {key}' is set to a non-default value {value:?} (only {default:?} is supported)"
+    )]
+    NonDefault {
+        /// The key.
+        key: &'static str,
+        /// What it holds.
+        value: String,
+        /// What it may hold.
+        default: &'static str,
+    },
+    /// The edited ConfigMap is not a ConfigMap with a `config` key.
+    #[error("{PATH}: expected a ConfigMap with a `data.config` key")]
+    Shape(#[source] serde_saphyr::Error),
+}
+
+/// The installer's cloud.conf for `cloud` and `facts`.
+pub fn cloud_conf(cloud: &Cloud, facts: &CloudFacts) -> String {
+    let mut global = Section::new("Global")
+        .with("secret-name", CREDENTIALS_SECRET)
+        .with("secret-namespace", CREDENTIALS_NAMESPACE);
+    if let Some(region) = cloud.entry.region_name.as_deref().filter(|r| !r.is_empty()) {
+        global = global.with("region", region);
+    }
+    if cloud.ca_bundle.is_some() {
+        global = global.with("ca-file", CA_PATH);
+    }
+    let mut doc = Document { sections: vec![global] };
+    if !facts.load_balancer {
+        // Without Octavia the CCM would fail at start; the installer turns the service off.
+        doc.sections.push(Section::new("LoadBalancer").with("enabled", "false"));
+    } else if let Some(id) = &facts.floating_network_id {
+        doc.sections.push(Section::new("LoadBalancer").with("floating-network-id", id.as_str()));
+    }
+    doc.to_string()
+}
+
+/// The in-cluster CCM's cloud.conf: drop what only the legacy provider read (refusing values
+/// it cannot honour), read credentials from the mounted clouds.yaml, drop `[BlockStorage]`,
+/// and give `[LoadBalancer]` the operator's defaults unless the user set them.
+pub fn in_cluster(config: &str) -> Result<String, Error> {
+    let mut doc = gcfg::parse(config).map_err(Error::Parse)?;
+    for (key, default) in [
+        ("secret-name", CREDENTIALS_SECRET),
+        ("secret-namespace", CREDENTIALS_NAMESPACE),
+        ("kubeconfig-path", ""),
+    ] {
+        if let Some(bad) = doc.remove("Global", key).into_iter().find(|e| e.text() != default) {
+            return Err(Error::NonDefault { key, value: bad.text().to_owned(), default });
+        }
+    }
+    if !doc.has_section("Global") {
+        doc.sections.insert(0, Section::new("Global"));
+    }
+    doc.set("Global", "use-clouds", "true");
+    doc.set("Global", "clouds-file", CLOUDS_FILE);
+    doc.set("Global", "cloud", "openstack");
+    doc.remove_section("BlockStorage");
+    doc.remove("LoadBalancer", "use-octavia");
+    for (key, value) in [("max-shared-lb", "1"), ("manage-security-groups", "true")] {
+        if doc.get("LoadBalancer", key).is_none() {
+            doc.set("LoadBalancer", key, value);
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// The bootstrap CCM's cloud.conf: the same file, with the CA read from beside it. It keeps
+/// `secret-name`/`secret-namespace`: the bootstrap CCM reads that Secret through the API.
+pub fn bootstrap(config: &str) -> Result<String, Error> {
+    let mut doc = gcfg::parse(config).map_err(Error::Parse)?;
+    if doc.get("Global", "ca-file") == Some(CA_PATH) {
+        doc.set("Global", "ca-file", BOOTSTRAP_CA_PATH);
+    }
+    Ok(doc.to_string())
+}
+
+/// The ConfigMap `openshift-config/cloud-provider-config` as YAML.
+pub fn config_map(content: &CloudProviderConfig) -> Result<String, AssetError> {
+    let mut data = json!({"config": content.config});
+    if let Some(ca) = &content.ca_bundle {
+        data["ca-bundle.pem"] = json!(ca);
+    }
+    Ok(to_yaml(&json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
+        "data": data,
+    }))?)
+}
+
+/// Reads a (possibly edited) cloud-provider ConfigMap back; the cloud.conf must still parse.
+pub fn read_config_map(text: &str) -> Result<CloudProviderConfig, Error> {
+    #[derive(Deserialize)]
+    struct ConfigMap {
+        data: Data,
+    }
+    #[derive(Deserialize)]
+    struct Data {
+        config: String,
+        #[serde(rename = "ca-bundle.pem")]
+        ca_bundle: Option<String>,
+    }
+    let map: ConfigMap = serde_saphyr::from_str(text).map_err(Error::Shape)?;
+    gcfg::parse(&map.data.config).map_err(Error::Parse)?;
+    Ok(CloudProviderConfig { config: map.data.config, ca_bundle: map.data.ca_bundle })
+}
+
+/// Writes `manifests/cloud-provider-config.yaml` on OpenStack; `null` content elsewhere.
+#[derive(Debug)]
+pub struct CloudProviderConfigAsset;
+
+impl Asset for CloudProviderConfigAsset {
+    fn id(&self) -> AssetId {
+        ID
+    }
+    fn name(&self) -> &'static str {
+        "Cloud Provider Config"
+    }
+    fn dependencies(&self) -> &'static [AssetId] {
+        &[CLOUDS, lookup::ID]
+    }
+    fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
+        let cloud: Option<Cloud> = parents.get(CLOUDS)?;
+        let facts: Option<CloudFacts> = parents.get(lookup::ID)?;
+        let (Some(cloud), Some(facts)) = (cloud, facts) else {
+            return Ok(Output::default());
+        };
+        let content =
+            CloudProviderConfig { config: cloud_conf(&cloud, &facts), ca_bundle: cloud.ca_bundle };
+        let file = File::new(PATH, config_map(&content)?);
+        Ok(Output::new(&content)?.with_file(file))
+    }
+    fn load(&self, files: &[File]) -> Option<Result<serde_json::Value, AssetError>> {
+        let file = files.iter().find(|f| f.path == PATH)?;
+        Some(
+            std::str::from_utf8(&file.bytes)
+                .map_err(AssetError::from)
+                .and_then(|text| Ok(read_config_map(text)?))
+                .and_then(|content| Ok(serde_json::to_value(content)?)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

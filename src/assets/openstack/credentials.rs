@@ -1,0 +1,238 @@
+//! `kube-system/openstack-credentials` (clouds.yaml + legacy clouds.conf) and its reader Role.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{CA_PATH, CLOUDS, CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, Cloud};
+use crate::assets::install_config;
+use crate::formats::clouds_yaml::CloudEntry;
+use crate::formats::yaml::to_yaml;
+use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
+use crate::installconfig::{CredentialsMode, InstallConfig};
+
+/// Asset id.
+pub const ID: AssetId = "openstack/credentials";
+
+/// The Secret's file (absent with `credentialsMode: Manual`).
+pub const SECRET_PATH: &str = "openshift/99_cloud-creds-secret.yaml";
+
+/// The reader Role's file (always written).
+pub const ROLE_PATH: &str = "openshift/99_role-cloud-creds-secret-reader.yaml";
+
+/// What dependents read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Credentials {
+    /// The in-cluster clouds.yaml (cloud `openstack`); `None` when credentials are Manual.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clouds_yaml: Option<String>,
+    /// The CA bundle, when the cloud has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+}
+
+/// `{clouds: {openstack: entry}}`, with `cacert` pointing at the CA on the node.
+pub fn clouds_yaml(cloud: &Cloud) -> Result<String, AssetError> {
+    let mut entry = cloud.entry.clone();
+    if cloud.ca_bundle.is_some() {
+        entry.cacert = Some(CA_PATH.to_owned());
+    }
+    Ok(to_yaml(&json!({"clouds": {"openstack": entry}}))?)
+}
+
+/// The legacy `[Global]` clouds.conf: every value double-quoted, then an unquoted `ca-file`.
+pub fn clouds_conf(cloud: &Cloud) -> String {
+    let auth = &cloud.entry.auth;
+    let first = |a: &Option<String>, b: &Option<String>| {
+        a.clone().filter(|v| !v.is_empty()).or_else(|| b.clone())
+    };
+    let mut out = String::from("[Global]\n");
+    for (key, value) in [
+        ("auth-url", auth.auth_url.clone()),
+        ("username", auth.username.clone()),
+        ("password", auth.password.clone()),
+        ("tenant-id", auth.project_id.clone()),
+        ("tenant-name", auth.project_name.clone()),
+        ("domain-id", first(&auth.domain_id, &auth.user_domain_id)),
+        ("domain-name", first(&auth.domain_name, &auth.user_domain_name)),
+        ("region", cloud.entry.region_name.clone()),
+    ] {
+        if let Some(value) = value.filter(|v| !v.is_empty()) {
+            out.push_str(&format!("{key} = {}\n", quoted(&value)));
+        }
+    }
+    if cloud.ca_bundle.is_some() {
+        out.push_str(&format!("ca-file = {CA_PATH}\n"));
+    }
+    out
+}
+
+/// Always double-quoted, with the escapes gcfg reads back.
+fn quoted(value: &str) -> String {
+    let mut out = String::from("\"");
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// True for the auth types that send a user's password.
+pub fn is_password_auth(entry: &CloudEntry) -> bool {
+    matches!(entry.auth_type.as_deref(), None | Some("password" | "v3password"))
+}
+
+fn secret(cloud: &Cloud, clouds_yaml: &str) -> Result<String, AssetError> {
+    let mut data = json!({
+        "clouds.yaml": STANDARD.encode(clouds_yaml),
+        "clouds.conf": STANDARD.encode(clouds_conf(cloud)),
+    });
+    if let Some(ca) = &cloud.ca_bundle {
+        data["cacert"] = Value::from(STANDARD.encode(ca));
+    }
+    Ok(to_yaml(&json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": CREDENTIALS_SECRET, "namespace": CREDENTIALS_NAMESPACE},
+        "type": "Opaque",
+        "data": data,
+    }))?)
+}
+
+fn role() -> Result<String, AssetError> {
+    Ok(to_yaml(&json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "openstack-creds-secret-reader", "namespace": CREDENTIALS_NAMESPACE},
+        "rules": [{
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": [CREDENTIALS_SECRET],
+            "verbs": ["get"],
+        }],
+    }))?)
+}
+
+/// Writes the credentials Secret (unless Manual) and the reader Role on OpenStack.
+#[derive(Debug)]
+pub struct CredentialsAsset;
+
+impl Asset for CredentialsAsset {
+    fn id(&self) -> AssetId {
+        ID
+    }
+    fn name(&self) -> &'static str {
+        "OpenStack Credentials"
+    }
+    fn dependencies(&self) -> &'static [AssetId] {
+        &[install_config::ID, CLOUDS]
+    }
+    fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
+        let config: InstallConfig = parents.get(install_config::ID)?;
+        let Some(cloud) = parents.get::<Option<Cloud>>(CLOUDS)? else {
+            return Ok(Output::default());
+        };
+        let manual = config.credentials_mode == Some(CredentialsMode::Manual);
+        let mut files = vec![File::new(ROLE_PATH, role()?)];
+        let clouds_yaml = if manual {
+            None
+        } else {
+            if is_password_auth(&cloud.entry) {
+                tracing::warn!(
+                    "Cloud {:?} uses password authentication: application credentials \
+                     (auth_type: v3applicationcredential) are preferred, they can be rotated and \
+                     revoked without touching a user account",
+                    cloud.name
+                );
+            }
+            let text = clouds_yaml(&cloud)?;
+            files.push(File::secret(SECRET_PATH, secret(&cloud, &text)?));
+            Some(text)
+        };
+        let content = Credentials { clouds_yaml, ca_bundle: cloud.ca_bundle };
+        let mut output = Output::new(&content)?;
+        output.files = files;
+        Ok(output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::gcfg;
+
+    fn cloud_with_password(password: &str) -> Cloud {
+        let mut entry = CloudEntry::default();
+        entry.auth.auth_url = Some("https://my_auth_url.com/v3/".into());
+        entry.auth.username = Some("my_user".into());
+        entry.auth.password = Some(password.into());
+        entry.auth.project_id = Some("f12f928576ae4d21bdb984da5dd1d3bf".into());
+        entry.auth.user_domain_id = Some("default".into());
+        entry.auth.domain_name = Some("Default".into());
+        entry.region_name = Some("my_region".into());
+        Cloud { name: "c".into(), entry, ca_bundle: None }
+    }
+
+    #[test]
+    fn clouds_conf_matches_the_installer_and_falls_back_to_user_domain() {
+        assert_eq!(
+            clouds_conf(&cloud_with_password("my_secret_password")),
+            "[Global]\nauth-url = \"https://my_auth_url.com/v3/\"\nusername = \"my_user\"\n\
+             password = \"my_secret_password\"\ntenant-id = \"f12f928576ae4d21bdb984da5dd1d3bf\"\n\
+             domain-id = \"default\"\ndomain-name = \"Default\"\nregion = \"my_region\"\n"
+        );
+    }
+
+    #[test]
+    fn clouds_conf_quoting_reads_back_exactly_with_gcfg_rules() {
+        for password in [
+            "with\\n",
+            "real\nnewline",
+            "q\"uote",
+            "back\\slash",
+            "hash#",
+            "semi;",
+            "dollar$",
+            "bang!",
+            "what?",
+            "back`tick",
+            "with \\n \" \\ ",
+        ] {
+            let conf = clouds_conf(&cloud_with_password(password));
+            let doc = gcfg::parse(&conf).unwrap();
+            assert_eq!(doc.get("Global", "password"), Some(password), "{conf}");
+        }
+        let conf = clouds_conf(&cloud_with_password("with \\n \" \\ "));
+        assert!(conf.contains(r#"password = "with \\n \" \\ ""#), "{conf}");
+    }
+
+    #[test]
+    fn a_ca_adds_an_unquoted_ca_file_and_rewrites_cacert() {
+        let mut cloud = cloud_with_password("p");
+        cloud.entry.cacert = Some("/home/me/ca.pem".into());
+        cloud.ca_bundle = Some("PEM".into());
+        assert!(
+            clouds_conf(&cloud)
+                .ends_with(&format!("region = \"my_region\"\nca-file = {CA_PATH}\n"))
+        );
+        let yaml = clouds_yaml(&cloud).unwrap();
+        assert!(yaml.contains(&format!("cacert: {CA_PATH}\n")), "{yaml}");
+        assert!(!yaml.contains("/home/me"), "{yaml}");
+    }
+
+    #[test]
+    fn password_auth_types_are_recognised() {
+        let mut entry = CloudEntry::default();
+        assert!(is_password_auth(&entry));
+        entry.auth_type = Some("v3applicationcredential".into());
+        assert!(!is_password_auth(&entry));
+    }
+}

@@ -1,0 +1,92 @@
+//! Every OpenStack output, golden, for the example and each variant in tests/fixtures/openstack.
+
+use crate::assert_golden;
+use crate::support::{Test, outputs};
+
+fn create(t: Test) -> Test {
+    let t =
+        t.args(&["create", "manifests", "--dir", "{dir}", "--offline", "--infra-id", "demo-x7k2p"]);
+    t.expect(0);
+    t
+}
+
+#[test]
+fn example_outputs_match_the_golden_files() {
+    let t = create(Test::new().example("openstack"));
+    assert_golden!("openstack-example", outputs(&t.dir()));
+}
+
+#[test]
+fn variant_outputs_match_the_golden_files() {
+    for case in ["ca", "no-region", "manual", "single-replica", "user-managed"] {
+        let t = create(Test::new().fixture(&format!("openstack/{case}")));
+        let name = format!("openstack-{case}");
+        assert_golden!(name.as_str(), outputs(&t.dir()));
+    }
+}
+
+#[test]
+fn manual_credentials_write_no_secret_but_keep_the_reader_role() {
+    let t = create(Test::new().fixture("openstack/manual"));
+    assert!(!t.dir().join("openshift/99_cloud-creds-secret.yaml").exists());
+    assert!(!t.dir().join("manifests/ccm/11-cloud-credentials.yaml").exists());
+    assert!(t.dir().join("openshift/99_role-cloud-creds-secret-reader.yaml").exists());
+}
+
+#[test]
+fn password_auth_is_warned_about_and_application_credentials_are_not() {
+    let t = Test::new().fixture("openstack/ca");
+    let t = t.args(&["create", "manifests", "--dir", "{dir}", "--offline"]);
+    let run = t.expect(0);
+    assert!(
+        run.stderr.contains("WARNING Cloud \"secure\" uses password authentication"),
+        "{}",
+        run.stderr
+    );
+    let run = create(Test::new().example("openstack")).run();
+    assert!(!run.stderr.contains("password authentication"), "{}", run.stderr);
+}
+
+#[test]
+fn offline_rejects_an_external_network_name() {
+    let t = Test::new().example("openstack");
+    let config = t.read("install-config.yaml").replace(
+        "externalNetwork: 6d8a7b3c-5f1e-4a2b-9c0d-1e2f3a4b5c6d",
+        "externalNetwork: public",
+    );
+    let t = t.file("install-config.yaml", &config);
+    let t = t.args(&["create", "manifests", "--dir", "{dir}", "--offline"]);
+    let before = crate::support::tree(&t.dir());
+    let run = t.expect(1);
+    assert!(run.stderr.contains("\"public\" is not a network ID"), "{}", run.stderr);
+    assert_eq!(crate::support::tree(&t.dir()), before);
+}
+
+#[test]
+fn editing_the_cloud_provider_config_flows_to_the_in_cluster_config() {
+    let t = create(Test::new().example("openstack"));
+    let path = "manifests/cloud-provider-config.yaml";
+    let edited = t
+        .read(path)
+        .replace("region = RegionOne\n", "region = RegionOne\n    tls-insecure = true\n");
+    std::fs::write(t.dir().join(path), &edited).unwrap();
+    let run = t.expect(0);
+    assert!(run.stderr.contains(&format!("INFO Kept user edits to {path}\n")), "{}", run.stderr);
+    assert!(run.stderr.contains("INFO Wrote manifests/ccm/10-cloud-conf.yaml\n"), "{}", run.stderr);
+    assert!(t.read("manifests/ccm/10-cloud-conf.yaml").contains("    tls-insecure = true\n"));
+    assert_eq!(t.read(path), edited);
+}
+
+#[test]
+fn an_edit_the_in_cluster_ccm_cannot_honour_fails_naming_the_file() {
+    let t = create(Test::new().example("openstack"));
+    let path = "manifests/cloud-provider-config.yaml";
+    let edited = t.read(path).replace("secret-namespace = kube-system", "secret-namespace = other");
+    std::fs::write(t.dir().join(path), edited).unwrap();
+    let run = t.expect(1);
+    assert!(
+        run.stderr.contains("manifests/cloud-provider-config.yaml: data.config: '[Global] secret-namespace' is set to a non-default value \"other\""),
+        "{}",
+        run.stderr
+    );
+}
