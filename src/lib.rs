@@ -20,3 +20,5 @@ pub mod cli;
 pub mod formats;
 pub mod graph;
 pub mod installconfig;
+pub mod render;
+pub mod templates;

@@ -9,6 +9,8 @@
 //! ```
 //! `ccm-assets graph` prints the exact edges.
 
+pub mod bootkube;
+pub mod bootstrap;
 pub mod ccm;
 pub mod cluster_config;
 pub mod cluster_id;
@@ -37,6 +39,8 @@ pub struct Inputs {
     pub lookup: Option<Box<dyn Lookup>>,
     /// The container images.
     pub images: images::Images,
+    /// What the installer left in `DIR/tls/`.
+    pub tls: bootstrap::tls::Tls,
 }
 
 /// The assets `create manifests` resolves.
@@ -46,11 +50,14 @@ pub const MANIFEST_TARGETS: &[AssetId] = &[
     infrastructure::ID,
     openstack::credentials::ID,
     ccm::ID,
+    bootstrap::ID,
+    bootstrap::kubeconfig::ID,
+    bootkube::ID,
 ];
 
 /// Every asset, in the order `graph` lists them.
 pub fn graph(inputs: Inputs) -> graph::Result<Graph> {
-    let Inputs { install_config, cloud, infra_id, lookup, images } = inputs;
+    let Inputs { install_config, cloud, infra_id, lookup, images, tls } = inputs;
     let assets: Vec<Box<dyn Asset>> = vec![
         Box::new(install_config::InstallConfigAsset::new(install_config)),
         Box::new(openstack::CloudsAsset::new(cloud)),
@@ -61,7 +68,11 @@ pub fn graph(inputs: Inputs) -> graph::Result<Graph> {
         Box::new(openstack::cloud_conf::CloudProviderConfigAsset),
         Box::new(openstack::credentials::CredentialsAsset),
         Box::new(infrastructure::InfrastructureAsset),
-        Box::new(ccm::CcmAsset::new(images.ccm)),
+        Box::new(ccm::CcmAsset::new(images.ccm.clone())),
+        Box::new(bootstrap::tls::TlsAsset::new(tls)),
+        Box::new(bootstrap::BootstrapAsset::new(images.ccm)),
+        Box::new(bootstrap::kubeconfig::KubeconfigAsset),
+        Box::new(bootkube::BootkubeAsset::new(images.assets)),
     ];
     Graph::new(assets)
 }

@@ -15,6 +15,7 @@ pub(super) fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Create(CreateTarget::Manifests(args)) => create_manifests(args),
         Command::Validate { dir } => validate(&dir),
+        Command::Render { asset_dir, dest_dir } => render(&asset_dir, &dest_dir),
         Command::Graph { format } => graph(format),
         Command::Completion { shell } => completion(shell),
     }
@@ -56,8 +57,9 @@ fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
         None => None,
     };
     let lookup = resolve::lookup(offline);
+    let tls = resolve::tls(&dir)?;
     let inputs =
-        Inputs { install_config: Some(config), cloud, infra_id, lookup: Some(lookup), images };
+        Inputs { install_config: Some(config), cloud, infra_id, lookup: Some(lookup), images, tls };
     let graph = assets::graph(inputs)?;
     let reserved: Vec<&str> = reserved.iter().map(String::as_str).collect();
     let run = store::create(&graph, &dir, assets::MANIFEST_TARGETS, &reserved)?;
@@ -81,6 +83,21 @@ fn validate(dir: &Path) -> anyhow::Result<()> {
     let env = Env::from_process().context("could not read the working directory")?;
     load_install_config(dir, &env)?;
     tracing::info!("{} is valid", resolve::INSTALL_CONFIG);
+    Ok(())
+}
+
+fn render(asset_dir: &Path, dest_dir: &Path) -> anyhow::Result<()> {
+    match crate::render::render(asset_dir, dest_dir)? {
+        crate::render::Rendered::Nothing => tracing::info!(
+            "No cloud-provider config in {}: nothing to render",
+            asset_dir.join("manifests").display()
+        ),
+        crate::render::Rendered::Files(files) => {
+            for file in files {
+                tracing::info!("Wrote {}", dest_dir.join(file).display());
+            }
+        }
+    }
     Ok(())
 }
 

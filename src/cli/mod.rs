@@ -55,6 +55,25 @@ pub enum Command {
         dir: PathBuf,
     },
 
+    /// Render the bootstrap CCM on the bootstrap node.
+    ///
+    /// Reads DIR/manifests/cloud-provider-config.yaml (with any edits made after `create
+    /// manifests`) and DIR/bootstrap/, and writes OUT/manifests/ (the static pod), OUT/configs/
+    /// (cloud.conf and its CA) and OUT/secrets/ (the kubeconfig). Without a cloud-provider
+    /// config it writes nothing and succeeds. The bootkube stage runs this in a container.
+    #[command(
+        after_help = "Examples:\n  ccm-assets render --asset-dir /assets --dest-dir /assets/ccm-bootstrap\n  \
+        ccm-assets render --asset-dir ./cluster --dest-dir /tmp/ccm-bootstrap"
+    )]
+    Render {
+        /// Asset directory `create manifests` wrote.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        asset_dir: PathBuf,
+        /// Where to write manifests/, configs/ and secrets/.
+        #[arg(long, value_name = "OUT")]
+        dest_dir: PathBuf,
+    },
+
     /// Print the asset graph.
     ///
     /// Lists every asset with its dependencies, in registration order. `--format dot` prints

@@ -7,6 +7,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::assets::bootstrap::tls::{self, Tls};
 use crate::assets::images::Images;
 use crate::assets::openstack::{self, lookup};
 use crate::installconfig::{self, clouds};
@@ -100,6 +101,28 @@ pub fn cloud(selected: clouds::SelectedCloud) -> Result<openstack::Cloud, CaErro
         None => None,
     };
     Ok(openstack::Cloud { name, entry, ca_bundle })
+}
+
+/// The installer's TLS files in `DIR/tls/`, each optional; the signer needs both halves.
+pub fn tls(dir: &Path) -> anyhow::Result<Tls> {
+    use anyhow::Context as _;
+    let read = |rel: &str| -> anyhow::Result<Option<String>> {
+        match std::fs::read_to_string(dir.join(rel)) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("could not read {}", dir.join(rel).display())),
+        }
+    };
+    let signer = match (read(tls::SIGNER_CERT)?, read(tls::SIGNER_KEY)?) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => anyhow::bail!(
+            "{} and {} must be given together (found only one)",
+            tls::SIGNER_CERT,
+            tls::SIGNER_KEY
+        ),
+    };
+    Ok(Tls { signer, localhost_ca: read(tls::LOCALHOST_CA)? })
 }
 
 /// Validates `--infra-id`: what the installer would generate, so resources get valid names.

@@ -2,4 +2,6 @@
 
 pub mod clouds_yaml;
 pub mod gcfg;
+pub mod kubeconfig;
+pub mod pem;
 pub mod yaml;

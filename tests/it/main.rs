@@ -1,5 +1,6 @@
 //! The one integration-test binary (see STYLE.md: tests/it).
 
+mod bootstrap;
 mod cli;
 mod create;
 mod installconfig;

@@ -1,0 +1,93 @@
+//! Bootstrap mode: `/assets/manifests` → static pods and bootstrap configs, on the bootstrap node.
+//!
+//! Runs after `create manifests` and after any edits the user made to the manifests: the
+//! bootstrap cloud.conf is derived again from `manifests/cloud-provider-config.yaml` as it is
+//! now; the static pod and the kubeconfig are taken from `bootstrap/` as `create` wrote them.
+//! Without a cloud-provider config (a platform with no cloud config) it renders nothing and
+//! succeeds. Output is committed all at once, like `create`.
+
+use std::path::{Path, PathBuf};
+
+use crate::assets::bootstrap::{self, kubeconfig};
+use crate::assets::openstack::cloud_conf;
+use crate::graph::File;
+use crate::graph::write::{self, Plan};
+
+/// Why rendering failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An input could not be read.
+    #[error("could not read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The cloud-provider ConfigMap is unusable.
+    #[error("{}", path.display())]
+    CloudConfig {
+        /// The ConfigMap's path.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: crate::graph::AssetError,
+    },
+    /// `create manifests` was not run (or its bootstrap files were removed).
+    #[error("{} is missing: run `ccm-assets create manifests` on this directory first", path.display())]
+    Missing {
+        /// The expected file.
+        path: PathBuf,
+    },
+    /// Writing the output failed (nothing was written).
+    #[error(transparent)]
+    Write(#[from] write::Error),
+}
+
+/// What `render` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Rendered {
+    /// No cloud-provider config: nothing to start.
+    Nothing,
+    /// The files written, relative to the destination.
+    Files(Vec<String>),
+}
+
+/// Renders the bootstrap CCM from `asset_dir` into `dest_dir`.
+pub fn render(asset_dir: &Path, dest_dir: &Path) -> Result<Rendered, Error> {
+    let map_path = asset_dir.join(cloud_conf::PATH);
+    let Some(map) = read_optional(&map_path)? else {
+        return Ok(Rendered::Nothing);
+    };
+    let provider = cloud_conf::read_config_map(&map)
+        .map_err(|e| Error::CloudConfig { path: map_path.clone(), source: e.into() })?;
+    let configs = bootstrap::configs(&provider)
+        .map_err(|source| Error::CloudConfig { path: map_path, source })?;
+    let mut plan = Plan::default();
+    for (name, text) in configs {
+        plan.writes.push(File::new(format!("configs/{name}"), text));
+    }
+    let pod = required(asset_dir, bootstrap::POD_PATH)?;
+    let pod_name =
+        Path::new(bootstrap::POD_PATH).file_name().expect("a file path").to_string_lossy();
+    plan.writes.push(File::new(format!("manifests/{pod_name}"), pod));
+    plan.writes
+        .push(File::secret("secrets/ccm-kubeconfig", required(asset_dir, kubeconfig::PATH)?));
+    let written = plan.writes.iter().map(|f| f.path.clone()).collect();
+    write::commit(dest_dir, &plan)?;
+    Ok(Rendered::Files(written))
+}
+
+fn required(dir: &Path, rel: &str) -> Result<String, Error> {
+    let path = dir.join(rel);
+    read_optional(&path)?.ok_or(Error::Missing { path })
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, Error> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Read { path: path.to_owned(), source }),
+    }
+}

@@ -1,0 +1,31 @@
+//! The handlebars templates in `templates/`, embedded at build time: strict, no HTML escaping.
+
+use handlebars::Handlebars;
+use serde_json::json;
+
+/// A template that failed to render (a missing variable, in strict mode).
+pub type Error = handlebars::RenderError;
+
+const BOOTKUBE: &str = include_str!("../templates/ccm-bootstrap.sh.hbs");
+
+fn registry() -> Handlebars<'static> {
+    let mut hb = Handlebars::new();
+    hb.set_strict_mode(true);
+    hb.register_escape_fn(handlebars::no_escape);
+    hb
+}
+
+/// `bootkube/ccm-bootstrap.sh`, running `ccm-assets render` from `image`.
+pub fn bootkube_stage(image: &str) -> Result<String, Error> {
+    registry().render_template(BOOTKUBE, &json!({"image": image}))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_bootkube_stage_names_the_image_and_nothing_is_left_unrendered() {
+        let text = super::bootkube_stage("quay.io/x/ccm-assets:v1").unwrap();
+        assert!(text.contains("\t\t\"quay.io/x/ccm-assets:v1\" \\\n"), "{text}");
+        assert!(!text.contains("{{"), "{text}");
+    }
+}
