@@ -15,6 +15,7 @@ if ! cargo nextest --version >/dev/null 2>&1; then
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+export CCM_TEST_TOOLS="$PWD/target/test-tools" && scripts/test-tools.sh # validators the tests run
 
 filter=()
 if [ "${1:-}" = "--" ]; then shift; filter=("$@"); fi

@@ -6,3 +6,4 @@ mod create;
 mod installconfig;
 mod openstack;
 mod support;
+mod validators;
