@@ -5,5 +5,6 @@ mod cli;
 mod create;
 mod installconfig;
 mod openstack;
+mod real_openstack;
 mod support;
 mod validators;
