@@ -3,6 +3,8 @@
 #   target/test-tools/venv   kubernetes-validate (offline Kubernetes schemas) and openstacksdk
 #                            (loads the generated clouds.yaml), plus jsonschema for our own CRD schemas
 #   and the shellcheck binary from Debian (apt-get update only when the package is missing)
+#   target/test-tools/gcfg-oracle   tests/oracle/gcfg/main.go built against Debian's gcfg 1.2.3
+#                            (the upstream CCM's cloud.conf parser) with Debian's Go 1.19, offline
 # Idempotent: a second run checks a stamp and the executables and returns in well under a second.
 # Fails loudly (non-zero, with the failing step) if anything cannot be installed.
 # Tests find the tools through CCM_TEST_TOOLS=<repo>/target/test-tools (scripts/test.sh exports it).
@@ -52,10 +54,33 @@ if ! command -v shellcheck >/dev/null 2>&1; then
   command -v shellcheck >/dev/null 2>&1 || die "shellcheck not on PATH after install"
 fi
 
+# The gcfg oracle: Debian's Go and gcfg sources, built with no network (GOPATH mode).
+go=/usr/lib/go-1.19/bin/go
+gcfg_src=/usr/share/gocode/src/gopkg.in/gcfg.v1
+if [ ! -x "$go" ] || [ ! -d "$gcfg_src" ]; then
+  log "installing golang-1.19-go golang-gopkg-gcfg.v1-dev (apt)"
+  export DEBIAN_FRONTEND=noninteractive
+  pkgs=(golang-1.19-go golang-gopkg-gcfg.v1-dev)
+  if ! apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then
+    apt-get update -qq || die "apt-get update"
+    apt-get install -y -qq --no-install-recommends "${pkgs[@]}" || die "apt-get install ${pkgs[*]}"
+  fi
+  if [ ! -x "$go" ] || [ ! -d "$gcfg_src" ]; then die "$go or $gcfg_src missing after install"; fi
+fi
+oracle=$root/gcfg-oracle
+oracle_src=tests/oracle/gcfg/main.go
+if [ ! -x "$oracle" ] || [ "$oracle_src" -nt "$oracle" ]; then
+  log "building $oracle"
+  mkdir -p "$root"
+  GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off GOFLAGS="" GOCACHE=$root/go-cache \
+    "$go" build -o "$oracle" "$oracle_src" || die "go build $oracle_src"
+fi
+
 read -r kv_version sdk_version < <("$venv/bin/python" -c \
   'import importlib.metadata as m; print(m.version("kubernetes-validate"), m.version("openstacksdk"))')
 sc_version=$(shellcheck --version | sed -n 's/^version: //p')
 log "kubernetes-validate $kv_version: $venv/bin/kubernetes-validate"
 log "openstacksdk $sdk_version: $venv/bin/python"
 log "shellcheck $sc_version: $(command -v shellcheck)"
+log "gcfg $(dpkg-query -W -f='${Version}' golang-gopkg-gcfg.v1-dev) oracle: $oracle"
 log "tests use CCM_TEST_TOOLS=$root"

@@ -3,6 +3,7 @@
 mod bootstrap;
 mod cli;
 mod create;
+mod gcfg_oracle;
 mod installconfig;
 mod openstack;
 mod real_openstack;

@@ -1,17 +1,23 @@
 //! cloud.conf in the gcfg (git-config) dialect the OpenStack CCM reads: parse and write.
 //!
 //! One model for the generator (which writes cloud.conf) and the controller (which reads it),
-//! std only. The rules are gcfg's (gopkg.in/gcfg.v1, what the upstream CCM parses with):
-//! section and key names are case-insensitive, `;` and `#` start a comment outside quotes,
-//! values may be double-quoted (even in part: `a"b c"d` is `ab cd`), `\"`, `\\`, `\n`, `\t` and
-//! `\b` are escapes, a backslash at the end of a line continues it, leading and trailing blanks
-//! of a value are dropped, a key without `=` is a "blank" value (true for a boolean) and a
-//! repeated key is a list. The writer quotes exactly the values that would otherwise read back
-//! differently, so everything written parses back to the same values: `region = Region#1`
-//! unquoted would be read as `Region`.
+//! std only. The rules are gcfg 1.2.3's (gopkg.in/gcfg.v1, what the upstream CCM parses with;
+//! tests/it/gcfg_oracle.rs checks them against it): section and key names are
+//! case-insensitive, `;` and `#` start a comment outside quotes, values may be double-quoted
+//! (even in part: `a"b c"d` is `ab cd`), `\"`, `\\`, `\n` and `\t` are the only escapes and
+//! only inside quotes (no `\b`); outside quotes a backslash may only precede `"` or a line
+//! break, which continues the value on the next line. Blanks before a value and unquoted
+//! blanks after it are dropped, and so is every CR in it. A key without `=` is a "blank" value
+//! (true for a boolean, a reset for a list) and a repeated key is a list. The writer quotes
+//! exactly the values that would otherwise read back differently, so everything written parses
+//! back to the same values: `region = Region#1` unquoted would be read as `Region`.
 
 use std::borrow::Cow;
 use std::fmt;
+
+mod scanner;
+
+pub use scanner::parse;
 
 /// A parse error, with its 1-based line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -185,12 +191,13 @@ impl fmt::Display for Document {
 }
 
 /// `value` as gcfg must see it: unchanged when it reads back as itself, else double-quoted with
-/// `\\`, `\"`, `\n`, `\t` and `\b` escapes.
+/// `\\`, `\"`, `\n` and `\t` escapes. gcfg has no spelling for a CR (it drops every CR in a
+/// value) or a NUL (it rejects the file), so a value holding one cannot be written exactly.
 pub fn quote(value: &str) -> Cow<'_, str> {
     let plain = !value.is_empty()
         && !value.starts_with([' ', '\t'])
         && !value.ends_with([' ', '\t'])
-        && !value.contains(['#', ';', '"', '\\', '\n', '\r', '\t', '\u{8}']);
+        && !value.contains(['#', ';', '"', '\\', '\n', '\r', '\t']);
     if plain {
         return Cow::Borrowed(value);
     }
@@ -202,171 +209,11 @@ pub fn quote(value: &str) -> Cow<'_, str> {
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
             c => out.push(c),
         }
     }
     out.push('"');
     Cow::Owned(out)
-}
-
-/// Parses a cloud.conf.
-pub fn parse(text: &str) -> Result<Document, ParseError> {
-    let mut doc = Document::default();
-    let mut lines = text.split('\n').enumerate().peekable();
-    while let Some((index, raw)) = lines.next() {
-        let line = index + 1;
-        let err = |message: String| ParseError { line, message };
-        let mut logical = raw.trim_end_matches('\r').to_owned();
-        // A value may continue on the next line after a backslash (outside quotes).
-        while ends_with_continuation(&logical) {
-            logical.pop();
-            match lines.next() {
-                Some((_, next)) => logical.push_str(next.trim_end_matches('\r')),
-                None => break,
-            }
-        }
-        let rest = logical.trim_start_matches([' ', '\t']);
-        if rest.is_empty() || rest.starts_with([';', '#']) {
-            continue;
-        }
-        if let Some(header) = rest.strip_prefix('[') {
-            doc.sections.push(parse_header(header).map_err(err)?.at(line));
-            continue;
-        }
-        let Some(section) = doc.sections.last_mut() else {
-            return Err(err(format!("{:?} is outside any [section]", rest)));
-        };
-        let entry = parse_entry(rest).map_err(err)?;
-        section.entries.push(Entry { line, ..entry });
-    }
-    Ok(doc)
-}
-
-impl Section {
-    fn at(mut self, line: usize) -> Section {
-        self.line = line;
-        self
-    }
-}
-
-/// True when the line ends in an unescaped backslash outside quotes.
-fn ends_with_continuation(line: &str) -> bool {
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => quoted = !quoted,
-            '\\' if chars.peek().is_none() => return !quoted,
-            '\\' => {
-                chars.next();
-            }
-            ';' | '#' if !quoted => return false,
-            _ => {}
-        }
-    }
-    false
-}
-
-fn parse_header(rest: &str) -> Result<Section, String> {
-    let close = rest.rfind(']').ok_or("section header is missing its closing `]`")?;
-    let after = rest[close + 1..].trim_start_matches([' ', '\t']);
-    if !(after.is_empty() || after.starts_with([';', '#'])) {
-        return Err(format!("unexpected {after:?} after the section header"));
-    }
-    let inner = &rest[..close];
-    let (name, sub) = match inner.find([' ', '\t']) {
-        None => (inner, None),
-        Some(i) => (&inner[..i], Some(inner[i..].trim_start_matches([' ', '\t']))),
-    };
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.') {
-        return Err(format!("invalid section name {name:?}"));
-    }
-    let subsection = match sub {
-        None => None,
-        Some(quoted) => Some(parse_subsection(quoted)?),
-    };
-    Ok(Section { name: name.to_owned(), subsection, entries: Vec::new(), line: 0 })
-}
-
-fn parse_subsection(quoted: &str) -> Result<String, String> {
-    let body = quoted
-        .strip_prefix('"')
-        .and_then(|q| q.strip_suffix('"'))
-        .ok_or_else(|| format!("subsection {quoted:?} must be double-quoted"))?;
-    let mut out = String::new();
-    let mut chars = body.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some(e @ ('\\' | '"')) => out.push(e),
-                _ => return Err(format!("invalid escape in subsection {quoted:?}")),
-            },
-            '"' => return Err(format!("unescaped quote in subsection {quoted:?}")),
-            c => out.push(c),
-        }
-    }
-    Ok(out)
-}
-
-fn parse_entry(rest: &str) -> Result<Entry, String> {
-    let name_len =
-        rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).unwrap_or(rest.len());
-    let key = &rest[..name_len];
-    if !key.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        return Err(format!("invalid key {:?}: a key starts with a letter", rest));
-    }
-    let after = rest[name_len..].trim_start_matches([' ', '\t']);
-    if after.is_empty() || after.starts_with([';', '#']) {
-        return Ok(Entry { key: key.to_owned(), value: None, line: 0 });
-    }
-    let Some(raw) = after.strip_prefix('=') else {
-        return Err(format!("expected `=` after key {key:?}"));
-    };
-    let value = parse_value(raw).map_err(|e| format!("{key}: {e}"))?;
-    Ok(Entry { key: key.to_owned(), value: Some(value), line: 0 })
-}
-
-/// Resolves quotes and escapes; drops leading and trailing blanks outside quotes.
-fn parse_value(raw: &str) -> Result<String, String> {
-    let mut out = String::new();
-    // Length of `out` up to its last character that must be kept (trailing blanks are cut).
-    let mut keep = 0;
-    let mut quoted = false;
-    let mut chars = raw.trim_start_matches([' ', '\t']).chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                keep = out.len();
-            }
-            '\\' => {
-                let unescaped = match chars.next() {
-                    Some('\\') => '\\',
-                    Some('"') => '"',
-                    Some('n') => '\n',
-                    Some('t') => '\t',
-                    Some('b') => '\u{8}',
-                    Some(other) => return Err(format!("unknown escape sequence `\\{other}`")),
-                    None => return Err("a backslash ends the value".into()),
-                };
-                out.push(unescaped);
-                keep = out.len();
-            }
-            ';' | '#' if !quoted => break,
-            c => {
-                out.push(c);
-                if quoted || !matches!(c, ' ' | '\t') {
-                    keep = out.len();
-                }
-            }
-        }
-    }
-    if quoted {
-        return Err("unterminated quoted value".into());
-    }
-    out.truncate(keep);
-    Ok(out)
 }
 
 #[cfg(test)]

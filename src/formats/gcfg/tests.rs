@@ -24,7 +24,8 @@ fn quotes_escapes_and_blanks_follow_gcfg() {
         ("a\"b c\"d", "ab cd"),
         ("in  ternal   space", "in  ternal   space"),
         (r#""with \"quote\" and \\ and \n""#, "with \"quote\" and \\ and \n"),
-        (r"tab\there", "tab\there"),
+        (r#""tab\there""#, "tab\there"),
+        (r#"unquoted \"quote"#, "unquoted \"quote"),
         ("", ""),
         ("\"\"", ""),
     ] {
@@ -55,15 +56,66 @@ fn bare_keys_subsections_and_continuations_parse() {
 #[test]
 fn errors_name_the_line() {
     for (text, message) in [
-        ("key = v\n", "line 1: \"key = v\" is outside any [section]"),
-        ("[Global]\nkey = \"open\n", "line 2: key: unterminated quoted value"),
-        ("[Global]\nkey = bad\\q\n", "line 2: key: unknown escape sequence `\\q`"),
-        ("[Global\n", "line 1: section header is missing its closing `]`"),
-        ("[Glo bal]\n", "line 1: subsection \"bal\" must be double-quoted"),
-        ("[Global]\n1key = x\n", "line 2: invalid key \"1key = x\": a key starts with a letter"),
-        ("[Global]\nkey value\n", "line 2: expected `=` after key \"key\""),
+        ("key = v\n", "line 1: key \"key\" is outside any [section]"),
+        (
+            "[Global]\nkey = \"open\n",
+            "line 2: key: unterminated quoted value (write a line break as \\n)",
+        ),
+        ("[Global]\nkey = \"bad\\q\"\n", "line 2: key: unknown escape sequence `\\q`"),
+        ("[Global\n", "line 1: section header [Global is missing its closing `]`"),
+        ("[Glo bal]\n", "line 1: section header [Glo is missing its closing `]`"),
+        ("[Global] x = 1\n", "line 1: unexpected 'x' after the section header"),
+        ("[Global]\n1key = x\n", "line 2: unexpected '1': expected a [section] or a key"),
+        ("[Global]\nkey value\n", "line 2: key: expected `=` after the key"),
+        ("[Global]\n\nk = a\0b\n", "line 3: illegal character NUL"),
     ] {
         assert_eq!(parse(text).unwrap_err().to_string(), message, "{text:?}");
+    }
+}
+
+/// gcfg 1.2.3 (what the upstream CCM vendors) knows `\\`, `\"`, `\n` and `\t`, and only inside
+/// quotes; outside them a backslash must precede `"` or a line break. We used to accept
+/// `tab\there` unquoted and write a backspace as `\b`, which the CCM rejects.
+#[test]
+fn escapes_are_gcfg_1_2_3_s_four_and_only_inside_quotes() {
+    for text in [r"tab\there", r"with\n", r"back\\slash", r#""\b""#, r#""\r""#] {
+        let doc = format!("[Global]\nkey = {text}\n");
+        assert!(parse(&doc).is_err(), "gcfg rejects {text:?}");
+    }
+    assert!(parse("[Global]\nkey = end\\").is_err(), "nothing follows the backslash");
+    assert_eq!(value_of("end\\\n").as_deref(), Some("end"), "an empty continuation line");
+    assert_eq!(quote("back\u{8}space"), "back\u{8}space");
+    assert_eq!(value_of("\"\\t\\n\\\\\\\"\"").as_deref(), Some("\t\n\\\""));
+}
+
+#[test]
+fn a_continued_value_keeps_the_blanks_around_the_line_break() {
+    assert_eq!(value_of("\\\n  c").as_deref(), Some("  c"));
+    assert_eq!(value_of("a \\\r\n b  ").as_deref(), Some("a  b"));
+    // Only a value continues: not a key, not a header.
+    assert!(parse("[Global]\nkey \\\n= 1\n").is_err());
+    assert!(parse("[Global \\\n]\n").is_err());
+}
+
+#[test]
+fn every_cr_in_a_value_is_dropped_as_gcfg_does() {
+    assert_eq!(value_of("\"a\rb\"").as_deref(), Some("ab"));
+    assert_eq!(value_of("a\rb \r").as_deref(), Some("ab"));
+    let doc = parse("[Global]\r\nregion = r\r\n").unwrap();
+    assert_eq!(doc.get("Global", "region"), Some("r"));
+}
+
+#[test]
+fn headers_and_names_follow_gcfg_s_scanner() {
+    let doc = parse("[ Global ]\n[s\"sub\"]\n[Global]\nrégion = é\nx-1- = 2\n").unwrap();
+    assert_eq!(doc.sections[0].name, "Global");
+    assert_eq!(doc.sections[1].subsection.as_deref(), Some("sub"));
+    assert_eq!(doc.get("Global", "région"), Some("é"));
+    assert_eq!(doc.get("Global", "x-1-"), Some("2"));
+    for text in
+        ["[a.b]\n", "[s \"\"]\n", "[s \"a\\qb\"]\n", "[Global]\n_x = 1\n", "[Global]\n\u{1}x = 1\n"]
+    {
+        assert!(parse(text).is_err(), "gcfg rejects {text:?}");
     }
 }
 
@@ -125,7 +177,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
-    fn every_written_value_reads_back_identically(value in "[ -~\t\n\u{e9}\u{2603}]{0,40}") {
+    fn every_written_value_reads_back_identically(
+        value in "[ -~\t\n\u{8}\u{a0}\u{e9}\u{2603}]{0,40}",
+    ) {
         let doc = Document { sections: vec![Section::new("Global").with("key", value.clone())] };
         let back = parse(&doc.to_string()).unwrap();
         prop_assert_eq!(back.get("Global", "key"), Some(value.as_str()));
