@@ -4,6 +4,9 @@
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh -- FILTER  only tests matching FILTER (passed to cargo nextest)
+#   scripts/test.sh --no-openstack [-- FILTER]
+#                              without the real OpenStack services (a developer's choice; it
+#                              prints a WARNING, CI never does this)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -17,6 +20,8 @@ rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup com
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 export CCM_TEST_TOOLS="$PWD/target/test-tools" && scripts/test-tools.sh # validators the tests run
 
+openstack=1
+if [ "${1:-}" = "--no-openstack" ]; then shift; openstack=""; fi
 filter=()
 if [ "${1:-}" = "--" ]; then shift; filter=("$@"); fi
 
@@ -26,6 +31,9 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "shellcheck"
+shellcheck scripts/*.sh scripts/openstack/*.sh .ci/run
+
 step "tests"
 # A missing or changed golden file fails the run instead of being written (review them with
 # `cargo insta review`, or regenerate with INSTA_UPDATE=always and read the diff).
@@ -33,4 +41,35 @@ export INSTA_UPDATE=no
 cargo nextest run --workspace --locked --no-fail-fast "${filter[@]}"
 if [ ${#filter[@]} -eq 0 ]; then
   cargo test --workspace --locked --doc
+fi
+
+# Tests against real OpenStack services (DESIGN §8): scripts/openstack-up.sh installs and starts
+# them (or reuses a running stack), the smoke test proves them, then the Rust tests marked
+# #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"] run with CCM_OPENSTACK_ENV.
+# A stack this run started is stopped again, on failure too.
+if [ -z "$openstack" ]; then
+  printf '\nWARNING: --no-openstack: the tests against real OpenStack services did NOT run\n' >&2
+else
+  step "real OpenStack: scripts/openstack-up.sh"
+  if ! scripts/openstack-up.sh --status 2>/dev/null; then
+    trap 'scripts/openstack-down.sh' EXIT
+  fi
+  env_file=$(scripts/openstack-up.sh) # prints the path of the env file the tests read
+  step "real OpenStack: smoke test"
+  scripts/openstack/smoke.py "$env_file"
+  scripts/openstack-up.sh --status # still running and answering: a second up would reuse it
+  step "real OpenStack: Rust tests that need it"
+  export CCM_OPENSTACK_ENV=$env_file
+  ignored=$(cargo nextest list --workspace --locked --run-ignored only --message-format oneline \
+    "${filter[@]}")
+  if [ -n "$ignored" ]; then
+    cargo nextest run --workspace --locked --no-fail-fast --run-ignored only --no-tests=pass \
+      "${filter[@]}"
+  else
+    echo "no Rust test needs real OpenStack yet" >&2
+  fi
+  if [ -n "$(trap -p EXIT)" ]; then
+    trap - EXIT
+    scripts/openstack-down.sh
+  fi
 fi

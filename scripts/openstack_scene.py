@@ -1,0 +1,334 @@
+#!/usr/bin/python3
+"""Set the scene for tests against the real OpenStack of scripts/openstack-up.sh.
+
+Creates, stops, starts and deletes servers, ports and floating IPs through the real APIs
+(openstacksdk) and prints one JSON object on stdout per call. Controller tests shell out to it.
+
+  openstack_scene.py server-create --name N [--flavor F] [--image I] [--network NET]
+                                   [--fixed-ip IP] [--port PORT] [--az AZ] [--wait-active]
+  openstack_scene.py server-show ID
+  openstack_scene.py server-stop ID [--wait]       (SHUTOFF)
+  openstack_scene.py server-start ID [--wait]      (ACTIVE)
+  openstack_scene.py server-delete ID [--wait]     (until GET answers 404)
+  openstack_scene.py port-create --network NET [--fixed-ip IP] [--name N]
+  openstack_scene.py port-delete ID
+  openstack_scene.py floating-ip-create --port ID [--network EXT] [--wait-server ID]
+  openstack_scene.py floating-ip-delete ID
+
+The cloud is --cloud, else $OS_CLOUD, else the env file's OPENSTACK_CLOUD_PASSWORD; clouds.yaml
+is $OS_CLIENT_CONFIG_FILE, else the env file's. The env file (--env, else $CCM_OPENSTACK_ENV,
+else target/openstack/env) also gives the defaults: flavor, image, internal network, external
+network. Exit codes: 0 done, 1 error (message on stderr), 2 usage, 3 not found (server-show).
+Server JSON: id, name, status, vm_state, task_state, power_state, availability_zone, flavor (name),
+image_id, project_id, addresses (Nova's), fixed_ips, floating_ips, ports (Neutron's, with
+fixed_ips); compute_host and hypervisor_hostname are null unless the cloud is admin (Nova policy).
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class NotFound(Exception):
+    pass
+
+
+def read_env(path):
+    env = {}
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith('#') and '=' in line:
+                    key, value = line.split('=', 1)
+                    env[key] = value
+    return env
+
+
+def fail(msg):
+    print('openstack_scene: error: %s' % msg, file=sys.stderr)
+    sys.exit(1)
+
+
+class Scene:
+    def __init__(self, args):
+        import openstack  # late: --help works without openstacksdk
+        self.openstack = openstack
+        env_file = args.env or os.environ.get('CCM_OPENSTACK_ENV') or os.path.join(
+            REPO, 'target', 'openstack', 'env')
+        self.env = read_env(env_file)
+        if not os.environ.get('OS_CLIENT_CONFIG_FILE') and self.env.get('OPENSTACK_CLOUDS_YAML'):
+            os.environ['OS_CLIENT_CONFIG_FILE'] = self.env['OPENSTACK_CLOUDS_YAML']
+        cloud = args.cloud or os.environ.get('OS_CLOUD') or self.env.get('OPENSTACK_CLOUD_PASSWORD')
+        if not cloud:
+            fail('no cloud: pass --cloud, set OS_CLOUD, or point CCM_OPENSTACK_ENV at the env '
+                 'file of scripts/openstack-up.sh (not found: %s)' % env_file)
+        self.conn = openstack.connect(cloud=cloud)
+        self.timeout = args.timeout
+
+    def default(self, value, key, what):
+        value = value or self.env.get(key)
+        if not value:
+            fail('no %s: pass it, or set %s in the env file' % (what, key))
+        return value
+
+    # Nova and Neutron on SQLite answer 500 now and then ('database is locked'): repeat an
+    # idempotent call once. Creates are repeated only after checking that nothing was created.
+    def retry(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except self.openstack.exceptions.HttpException as e:
+            if e.status_code is None or e.status_code < 500:
+                raise
+            print('openstack_scene: %s; retrying once' % e, file=sys.stderr)
+            time.sleep(1)
+            return fn(*args, **kwargs)
+
+    def create_once(self, create, find, **attrs):
+        try:
+            return create(**attrs)
+        except self.openstack.exceptions.HttpException as e:
+            if e.status_code is None or e.status_code < 500:
+                raise
+            print('openstack_scene: %s; retrying once' % e, file=sys.stderr)
+            time.sleep(1)
+            found = find()
+            return found if found is not None else create(**attrs)
+
+    # ------------------------------------------------------------------------- lookups
+    def network(self, name_or_id):
+        net = self.retry(self.conn.network.find_network, name_or_id, ignore_missing=True)
+        if net is None:
+            fail('network %r not found' % name_or_id)
+        return net
+
+    def server(self, server_id):
+        try:
+            return self.retry(self.conn.compute.get_server, server_id)
+        except self.openstack.exceptions.NotFoundException:
+            raise NotFound(server_id)
+
+    def wait_status(self, server_id, status):
+        deadline = time.time() + self.timeout
+        while True:
+            server = self.server(server_id)
+            if server.status == status:
+                return server
+            if server.status == 'ERROR':
+                fail('server %s is in ERROR: %s' % (server_id, server.fault))
+            if time.time() > deadline:
+                fail('server %s is %s, not %s, after %ss' % (
+                    server_id, server.status, status, self.timeout))
+            time.sleep(0.5)
+
+    # --------------------------------------------------------------------------- views
+    def server_json(self, s):
+        addresses = s.addresses or {}
+        ports = self.retry(lambda: list(self.conn.network.ports(device_id=s.id)))
+        flavor = s.flavor or {}
+        return {
+            'id': s.id,
+            'name': s.name,
+            'status': s.status,
+            'vm_state': s.vm_state,
+            'task_state': s.task_state,
+            'power_state': s.power_state,
+            'availability_zone': s.availability_zone,
+            'compute_host': s.compute_host,
+            'hypervisor_hostname': s.hypervisor_hostname,
+            'flavor': flavor.get('original_name') or flavor.get('name') or flavor.get('id'),
+            'image_id': (s.image or {}).get('id'),
+            'project_id': s.project_id,
+            'addresses': addresses,
+            'fixed_ips': [a['addr'] for net in addresses.values() for a in net
+                          if a.get('OS-EXT-IPS:type') == 'fixed'],
+            'floating_ips': [a['addr'] for net in addresses.values() for a in net
+                             if a.get('OS-EXT-IPS:type') == 'floating'],
+            'ports': [port_json(p) for p in ports],
+        }
+
+    # ------------------------------------------------------------------------ commands
+    def server_create(self, a):
+        flavor = self.retry(self.conn.compute.find_flavor,
+                            self.default(a.flavor, 'OPENSTACK_FLAVOR', 'flavor'),
+                            ignore_missing=False)
+        image = self.retry(self.conn.image.find_image,
+                           self.default(a.image, 'OPENSTACK_IMAGE', 'image'), ignore_missing=False)
+        if a.port:
+            nics = [{'port': a.port}]
+        else:
+            net = self.network(self.default(a.network, 'OPENSTACK_INTERNAL_NETWORK', 'network'))
+            nics = [{'uuid': net.id}]
+            if a.fixed_ip:
+                nics[0]['fixed_ip'] = a.fixed_ip
+        attrs = {'name': a.name, 'flavor_id': flavor.id, 'image_id': image.id, 'networks': nics}
+        if a.az:
+            attrs['availability_zone'] = a.az
+        server = self.create_once(
+            self.conn.compute.create_server,
+            lambda: next(iter(self.conn.compute.servers(name='^%s$' % a.name)), None), **attrs)
+        if a.wait_active:
+            self.wait_status(server.id, 'ACTIVE')
+        return self.server_json(self.server(server.id))
+
+    def server_show(self, a):
+        try:
+            return self.server_json(self.server(a.id))
+        except NotFound:
+            print(json.dumps({'id': a.id, 'error': 'not found'}))
+            sys.exit(3)
+
+    def server_action(self, a, action, status):
+        self.retry(action, a.id)
+        if a.wait:
+            self.wait_status(a.id, status)
+        return self.server_json(self.server(a.id))
+
+    def server_delete(self, a):
+        try:
+            self.retry(self.conn.compute.delete_server, a.id, ignore_missing=False)
+        except self.openstack.exceptions.NotFoundException:
+            fail('server %s not found' % a.id)
+        if a.wait:
+            deadline = time.time() + self.timeout
+            while True:
+                try:
+                    status = self.server(a.id).status
+                except NotFound:
+                    break
+                if time.time() > deadline:
+                    fail('server %s still exists (%s) after %ss' % (a.id, status, self.timeout))
+                time.sleep(0.5)
+        return {'id': a.id, 'deleted': True}
+
+    def port_create(self, a):
+        net = self.network(self.default(a.network, 'OPENSTACK_INTERNAL_NETWORK', 'network'))
+        name = a.name or 'scene-port-%s' % uuid.uuid4().hex[:8]
+        attrs = {'network_id': net.id, 'name': name}
+        if a.fixed_ip:
+            attrs['fixed_ips'] = [{'ip_address': a.fixed_ip}]
+        port = self.create_once(
+            self.conn.network.create_port,
+            lambda: next(iter(self.conn.network.ports(name=name, network_id=net.id)), None),
+            **attrs)
+        return port_json(port)
+
+    def port_delete(self, a):
+        self.retry(self.conn.network.delete_port, a.id, ignore_missing=False)
+        return {'id': a.id, 'deleted': True}
+
+    def floating_ip_create(self, a):
+        net = self.network(self.default(a.network, 'OPENSTACK_EXTERNAL_NETWORK',
+                                        'external network'))
+        fip = self.create_once(
+            self.conn.network.create_ip,
+            lambda: next(iter(self.conn.network.ips(port_id=a.port)), None),
+            floating_network_id=net.id, port_id=a.port)
+        if a.wait_server:
+            # nova learns of it through neutron's network-changed event (seconds), else its heal
+            deadline = time.time() + self.timeout
+            while fip.floating_ip_address not in self.server_json(
+                    self.server(a.wait_server))['floating_ips']:
+                if time.time() > deadline:
+                    fail('floating IP %s not in the addresses of server %s after %ss' % (
+                        fip.floating_ip_address, a.wait_server, self.timeout))
+                time.sleep(1)
+        return fip_json(fip)
+
+    def floating_ip_delete(self, a):
+        self.retry(self.conn.network.delete_ip, a.id, ignore_missing=False)
+        return {'id': a.id, 'deleted': True}
+
+
+def port_json(p):
+    return {
+        'id': p.id,
+        'name': p.name,
+        'network_id': p.network_id,
+        'device_id': p.device_id,
+        'mac_address': p.mac_address,
+        'status': p.status,
+        'fixed_ips': [{'subnet_id': f.get('subnet_id'), 'ip_address': f.get('ip_address')}
+                      for f in p.fixed_ips or []],
+    }
+
+
+def fip_json(f):
+    return {
+        'id': f.id,
+        'floating_ip_address': f.floating_ip_address,
+        'floating_network_id': f.floating_network_id,
+        'port_id': f.port_id,
+        'fixed_ip_address': f.fixed_ip_address,
+    }
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog='openstack_scene.py', description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--cloud', help='cloud in clouds.yaml [env: OS_CLOUD]')
+    p.add_argument('--env', help='env file of openstack-up.sh [env: CCM_OPENSTACK_ENV]')
+    p.add_argument('--timeout', type=float, default=180, help='seconds per wait (180)')
+    sub = p.add_subparsers(dest='cmd', required=True, metavar='COMMAND')
+
+    s = sub.add_parser('server-create', help='boot a server')
+    s.add_argument('--name', required=True)
+    s.add_argument('--flavor', help='name or ID (OPENSTACK_FLAVOR)')
+    s.add_argument('--image', help='name or ID (OPENSTACK_IMAGE)')
+    s.add_argument('--network', help='name or ID (OPENSTACK_INTERNAL_NETWORK)')
+    s.add_argument('--fixed-ip', help='fixed IP on --network')
+    s.add_argument('--port', help='boot on this existing port instead of --network')
+    s.add_argument('--az', help='availability zone')
+    s.add_argument('--wait-active', action='store_true', help='wait for ACTIVE')
+    for name, what in (('server-show', 'print a server'), ('server-stop', 'stop (SHUTOFF)'),
+                       ('server-start', 'start (ACTIVE)'), ('server-delete', 'delete')):
+        s = sub.add_parser(name, help=what)
+        s.add_argument('id')
+        if name != 'server-show':
+            s.add_argument('--wait', action='store_true', help='wait for the new state')
+    s = sub.add_parser('port-create', help='create a port')
+    s.add_argument('--network', help='name or ID (OPENSTACK_INTERNAL_NETWORK)')
+    s.add_argument('--fixed-ip')
+    s.add_argument('--name')
+    s = sub.add_parser('port-delete', help='delete a port')
+    s.add_argument('id')
+    s = sub.add_parser('floating-ip-create', help='create a floating IP on a port')
+    s.add_argument('--port', required=True)
+    s.add_argument('--network', help='external network (OPENSTACK_EXTERNAL_NETWORK)')
+    s.add_argument('--wait-server', metavar='ID',
+                   help='wait until the server shows the floating IP in its addresses')
+    s = sub.add_parser('floating-ip-delete', help='delete a floating IP')
+    s.add_argument('id')
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    a = parse(argv)
+    scene = Scene(a)
+    c = scene.conn.compute
+    commands = {
+        'server-create': scene.server_create,
+        'server-show': scene.server_show,
+        'server-stop': lambda a: scene.server_action(a, c.stop_server, 'SHUTOFF'),
+        'server-start': lambda a: scene.server_action(a, c.start_server, 'ACTIVE'),
+        'server-delete': scene.server_delete,
+        'port-create': scene.port_create,
+        'port-delete': scene.port_delete,
+        'floating-ip-create': scene.floating_ip_create,
+        'floating-ip-delete': scene.floating_ip_delete,
+    }
+    try:
+        result = commands[a.cmd](a)
+    except NotFound as e:
+        fail('server %s not found' % e)
+    except scene.openstack.exceptions.SDKException as e:
+        fail(str(e))
+    print(json.dumps(result, sort_keys=True))
+
+
+if __name__ == '__main__':
+    main()
