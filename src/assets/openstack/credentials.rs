@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::{CA_PATH, CLOUDS, CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, Cloud};
 use crate::assets::install_config;
 use crate::formats::clouds_yaml::CloudEntry;
+use crate::formats::gcfg;
 use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
 use crate::installconfig::{CredentialsMode, InstallConfig};
@@ -60,28 +61,12 @@ pub fn clouds_conf(cloud: &Cloud) -> String {
         ("region", cloud.entry.region_name.clone()),
     ] {
         if let Some(value) = value.filter(|v| !v.is_empty()) {
-            out.push_str(&format!("{key} = {}\n", quoted(&value)));
+            out.push_str(&format!("{key} = {}\n", gcfg::quoted(&value)));
         }
     }
     if cloud.ca_bundle.is_some() {
         out.push_str(&format!("ca-file = {CA_PATH}\n"));
     }
-    out
-}
-
-/// Always double-quoted, with the escapes gcfg reads back.
-fn quoted(value: &str) -> String {
-    let mut out = String::from("\"");
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
     out
 }
 
@@ -167,7 +152,6 @@ impl Asset for CredentialsAsset {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::gcfg;
 
     fn cloud_with_password(password: &str) -> Cloud {
         let mut entry = CloudEntry::default();

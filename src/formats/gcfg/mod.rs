@@ -198,9 +198,12 @@ pub fn quote(value: &str) -> Cow<'_, str> {
         && !value.starts_with([' ', '\t'])
         && !value.ends_with([' ', '\t'])
         && !value.contains(['#', ';', '"', '\\', '\n', '\r', '\t']);
-    if plain {
-        return Cow::Borrowed(value);
-    }
+    if plain { Cow::Borrowed(value) } else { Cow::Owned(quoted(value)) }
+}
+
+/// `value` double-quoted with gcfg's escapes, needed or not (the legacy clouds.conf quotes
+/// every value).
+pub fn quoted(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {
@@ -213,7 +216,7 @@ pub fn quote(value: &str) -> Cow<'_, str> {
         }
     }
     out.push('"');
-    Cow::Owned(out)
+    out
 }
 
 #[cfg(test)]
