@@ -41,6 +41,8 @@ export INSTA_UPDATE=no
 cargo nextest run --workspace --locked --no-fail-fast "${filter[@]}"
 if [ ${#filter[@]} -eq 0 ]; then
   cargo test --workspace --locked --doc
+  step "benchmarks still run (scripts/bench.sh --quick; figures: BENCHMARKS.md)"
+  scripts/bench.sh --quick
 fi
 
 # Tests against real OpenStack services (DESIGN §8): scripts/openstack-up.sh installs and starts

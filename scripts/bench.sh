@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Benchmarks (never timed tests; figures go to BENCHMARKS.md with the command that made them).
+#
+#   scripts/bench.sh           full: release build; wall time (hyperfine) and peak RSS (GNU time)
+#                              of `create manifests --offline` on every assets/examples/* (cold
+#                              directory and no-op rerun) and of `render`; then the divan
+#                              micro-benchmarks (cargo bench --bench generator)
+#   scripts/bench.sh --quick   CI: checks that every benchmark still executes (debug build, one
+#                              run each, no figures)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+quick=""
+[ "${1:-}" = "--quick" ] && quick=1
+
+need() { # command, Debian package
+  command -v "$1" >/dev/null 2>&1 && return
+  apt-get install -y -qq --no-install-recommends "$2" >/dev/null 2>&1 ||
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$2"; }
+}
+need /usr/bin/time time
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if [ -n "$quick" ]; then
+  cargo test --locked --bench generator -q
+  bin=target/debug/ccm-assets
+  cargo build --locked -q --bin ccm-assets
+else
+  need hyperfine hyperfine
+  cargo build --locked --release -q --bin ccm-assets
+  bin=target/release/ccm-assets
+fi
+bin=$PWD/$bin
+
+# Wall time and peak RSS of one command, as a Markdown table row.
+measure() { # label, prepare command, command
+  local label=$1 prepare=$2 cmd=$3 rss
+  bash -c "$prepare"
+  rss=$(/usr/bin/time -f %M bash -c "$cmd" 2>&1 >/dev/null | tail -n 1)
+  if [ -n "$quick" ]; then
+    printf 'ok  %s\n' "$label"
+    return
+  fi
+  hyperfine --shell=bash --warmup 3 --runs 50 --prepare "$prepare" --export-json "$work/h.json" \
+    "$cmd" >/dev/null
+  python3 - "$work/h.json" "$label" "$rss" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+print("| %s | %.2f ms ± %.2f | %.2f ms | %.1f MiB |" % (
+    sys.argv[2], r["mean"] * 1e3, r["stddev"] * 1e3, r["max"] * 1e3, int(sys.argv[3]) / 1024))
+PY
+}
+
+[ -z "$quick" ] && printf '| command | mean wall | max wall | peak RSS |\n|---|---|---|---|\n'
+for example in assets/examples/*/; do
+  name=$(basename "$example")
+  dir=$work/$name
+  env=()
+  [ -f "$example/clouds.yaml" ] && env=(env "OS_CLIENT_CONFIG_FILE=$dir/clouds.yaml")
+  create="${env[*]} $bin --log-level error create manifests --dir $dir --offline --infra-id demo-x7k2p"
+  measure "create manifests ($name, cold dir)" "rm -rf $dir && cp -r $example $dir" "$create"
+  measure "create manifests ($name, no-op rerun)" "true" "$create"
+  measure "render ($name)" "rm -rf $dir/out" "$bin --log-level error render --asset-dir $dir --dest-dir $dir/out"
+done
+
+if [ -z "$quick" ]; then
+  cargo bench --locked --bench generator
+fi
