@@ -34,6 +34,12 @@ pub enum Error {
         #[source]
         source: crate::graph::AssetError,
     },
+    /// The asset directory does not exist (a typo must not look like "nothing to do").
+    #[error("asset directory {} does not exist", path.display())]
+    NoAssetDir {
+        /// The directory given.
+        path: PathBuf,
+    },
     /// `create manifests` was not run (or its bootstrap files were removed).
     #[error("{} is missing: run `ccm-assets create manifests` on this directory first", path.display())]
     Missing {
@@ -56,6 +62,9 @@ pub enum Rendered {
 
 /// Renders the bootstrap CCM from `asset_dir` into `dest_dir`.
 pub fn render(asset_dir: &Path, dest_dir: &Path) -> Result<Rendered, Error> {
+    if !asset_dir.is_dir() {
+        return Err(Error::NoAssetDir { path: asset_dir.to_owned() });
+    }
     let map_path = asset_dir.join(cloud_conf::PATH);
     let Some(map) = read_optional(&map_path)? else {
         return Ok(Rendered::Nothing);

@@ -244,3 +244,10 @@ fn bootkube_stage_succeeds_without_a_cloud_config() {
     assert!(!kube.exists(), "nothing installed");
     assert!(t.dir().join("ccm-bootstrap.done").exists());
 }
+
+#[test]
+fn render_from_a_missing_asset_directory_is_an_error() {
+    let t = Test::new();
+    let run = t.args(&["render", "--asset-dir", "{dir}", "--dest-dir", "{dir}/out"]).expect(1);
+    assert!(run.stderr.contains("does not exist"), "{}", run.stderr);
+}

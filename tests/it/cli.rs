@@ -10,6 +10,7 @@ fn help_teaches_each_command() {
         ("help-create-manifests", &["create", "manifests", "--help"]),
         ("help-validate", &["validate", "--help"]),
         ("help-graph", &["graph", "--help"]),
+        ("help-render", &["render", "--help"]),
     ] {
         let run = Test::new().args(args).expect(0);
         assert_golden!(name, run.stdout);
