@@ -41,7 +41,8 @@ fn inputs() -> Inputs {
 #[divan::bench]
 fn install_config_parse() -> installconfig::Loaded {
     let text = std::fs::read_to_string(example().join("install-config.yaml")).unwrap();
-    installconfig::parse(divan::black_box(&text), "install-config.yaml", &Default::default()).unwrap()
+    installconfig::parse(divan::black_box(&text), "install-config.yaml", &Default::default())
+        .unwrap()
 }
 
 /// Every asset of the OpenStack example generated and reconciled against an empty directory
@@ -49,9 +50,9 @@ fn install_config_parse() -> installconfig::Loaded {
 #[divan::bench]
 fn graph_resolve_cold(bencher: divan::Bencher) {
     let dir = tempfile::tempdir().unwrap();
-    bencher.with_inputs(|| assets::graph(inputs()).unwrap()).bench_values(|graph| {
-        store::resolve(&graph, dir.path(), MANIFEST_TARGETS, &[]).unwrap()
-    });
+    bencher
+        .with_inputs(|| assets::graph(inputs()).unwrap())
+        .bench_values(|graph| store::resolve(&graph, dir.path(), MANIFEST_TARGETS, &[]).unwrap());
 }
 
 /// The same against a directory already holding the output: the no-op rerun.
@@ -77,7 +78,10 @@ fn cloud_conf_write(bencher: divan::Bencher) {
 /// The in-cluster transform: gcfg parse, edit, write.
 #[divan::bench]
 fn cloud_conf_in_cluster(bencher: divan::Bencher) {
-    let text = cloud_conf::cloud_conf(&cloud(), &CloudFacts { floating_network_id: None, load_balancer: true });
+    let text = cloud_conf::cloud_conf(
+        &cloud(),
+        &CloudFacts { floating_network_id: None, load_balancer: true },
+    );
     bencher.bench(|| cloud_conf::in_cluster(divan::black_box(&text)).unwrap());
 }
 
@@ -95,7 +99,8 @@ fn gcfg_parse(bencher: divan::Bencher) {
 fn yaml_write_manifest(bencher: divan::Bencher) {
     let dir = tempfile::tempdir().unwrap();
     store::create(&assets::graph(inputs()).unwrap(), dir.path(), MANIFEST_TARGETS, &[]).unwrap();
-    let text = std::fs::read_to_string(dir.path().join("manifests/ccm/20-deployment.yaml")).unwrap();
+    let text =
+        std::fs::read_to_string(dir.path().join("manifests/ccm/20-deployment.yaml")).unwrap();
     let value: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
     bencher.bench(|| yaml::to_yaml(divan::black_box(&value)).unwrap());
 }

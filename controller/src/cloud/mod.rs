@@ -1,0 +1,111 @@
+//! The `Cloud` trait: the only OpenStack surface the controllers see, and its error type.
+
+pub mod auth;
+pub mod neutron;
+pub mod nova;
+pub mod session;
+
+use std::future::Future;
+
+pub use neutron::Port;
+pub use nova::Server;
+pub use session::OpenStack;
+
+/// An error talking to OpenStack. Only [`Error::NotFound`] may lead to deleting a Node.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// The server does not exist (404 by ID, or no server with that exact name).
+    #[error("server {what} not found")]
+    NotFound {
+        /// `id 1234…` or `named "worker-0"`.
+        what: String,
+    },
+    /// More than one server has the node's name.
+    #[error("{count} servers are named {name:?}; expected one")]
+    Ambiguous {
+        /// The name.
+        name: String,
+        /// How many matched.
+        count: usize,
+    },
+    /// No session yet: credentials missing or Keystone not reached so far.
+    #[error("not connected to OpenStack: {reason}")]
+    NotConnected {
+        /// The last connection failure, already phrased.
+        reason: String,
+    },
+    /// The configured credentials cannot be used as given.
+    #[error("OpenStack credentials: {0}")]
+    Credentials(String),
+    /// Keystone rejected the credentials.
+    #[error("OpenStack authentication failed")]
+    Auth(#[source] osauth::Error),
+    /// A call failed (5xx, timeout, connection refused, bad response).
+    #[error("OpenStack {operation} failed")]
+    Call {
+        /// The operation, as in the metrics.
+        operation: &'static str,
+        /// Why.
+        #[source]
+        source: osauth::Error,
+    },
+}
+
+impl Error {
+    /// A fixed label for metrics and logs (never object data).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::NotFound { .. } => "not_found",
+            Error::Ambiguous { .. } => "ambiguous",
+            Error::NotConnected { .. } => "not_connected",
+            Error::Credentials(_) => "credentials",
+            Error::Auth(_) => "auth",
+            Error::Call { source, .. } => match source.kind() {
+                osauth::ErrorKind::OperationTimedOut => "timeout",
+                osauth::ErrorKind::InternalServerError => "server_error",
+                osauth::ErrorKind::ProtocolError => "connection",
+                _ => "error",
+            },
+        }
+    }
+
+    /// True for [`Error::NotFound`].
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::NotFound { .. })
+    }
+}
+
+/// Result alias for this module.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How a node's server is found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// By server UUID (from `spec.providerID`).
+    Id(String),
+    /// By exact server name (the node name).
+    Name(String),
+}
+
+/// A server with what address selection and labels need.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Instance {
+    /// The server.
+    pub server: Server,
+    /// Its Neutron ports.
+    pub ports: Vec<Port>,
+    /// Its flavor name (from the server body at microversion ≥ 2.47, else the cached flavor).
+    pub flavor_name: Option<String>,
+}
+
+/// What the controllers need from OpenStack.
+pub trait Cloud: Send + Sync + 'static {
+    /// The server only (lifecycle checks). Not found is [`Error::NotFound`] on both lookup paths.
+    fn server(&self, lookup: &Lookup) -> impl Future<Output = Result<Server>> + Send;
+    /// The server with ports and flavor name (node initialization).
+    fn instance(&self, lookup: &Lookup) -> impl Future<Output = Result<Instance>> + Send;
+    /// Every server of the project with ports and flavors: one server list, one port list.
+    fn instances(&self) -> impl Future<Output = Result<Vec<Instance>>> + Send;
+    /// The configured region, for the topology label and regional providerIDs.
+    fn region(&self) -> Option<String>;
+}

@@ -1,0 +1,177 @@
+//! Nova requests and our own serde structs (`#[serde(default)]`: a field hidden by policy is not fatal).
+
+use std::collections::BTreeMap;
+
+use osauth::services::COMPUTE;
+use osauth::{ApiVersion, Session};
+use serde::Deserialize;
+
+/// The microversion that embeds the flavor (with `original_name`) in the server body.
+pub const MICROVERSION: ApiVersion = ApiVersion(2, 47);
+
+/// Page size of the server list.
+const PAGE: usize = 1000;
+
+/// A Nova server, as much as a CCM reads.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Server {
+    /// UUID.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// `ACTIVE`, `SHUTOFF`, …
+    pub status: String,
+    /// Availability zone.
+    #[serde(rename = "OS-EXT-AZ:availability_zone")]
+    pub availability_zone: String,
+    /// The flavor (embedded at ≥ 2.47).
+    pub flavor: Flavor,
+    /// Addresses by network name.
+    pub addresses: BTreeMap<String, Vec<ServerAddress>>,
+    /// `accessIPv4`.
+    #[serde(rename = "accessIPv4")]
+    pub access_ipv4: String,
+    /// `accessIPv6`.
+    #[serde(rename = "accessIPv6")]
+    pub access_ipv6: String,
+    /// Metadata.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// The server's flavor: `original_name` at ≥ 2.47, `id` before.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Flavor {
+    /// Flavor ID (old microversions only).
+    pub id: Option<String>,
+    /// Flavor name (≥ 2.47).
+    pub original_name: Option<String>,
+}
+
+/// One entry of `addresses`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ServerAddress {
+    /// The IP.
+    pub addr: String,
+    /// 4 or 6.
+    pub version: u8,
+    /// `fixed` or `floating`.
+    #[serde(rename = "OS-EXT-IPS:type")]
+    pub kind: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ServerRoot {
+    server: Server,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ServersRoot {
+    servers: Vec<Server>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FlavorRoot {
+    flavor: FlavorBody,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FlavorBody {
+    name: String,
+}
+
+/// `GET /servers/{id}`.
+pub async fn get_server(session: &Session, id: &str) -> Result<Server, osauth::Error> {
+    let root: ServerRoot =
+        session.get(COMPUTE, &["servers", id]).api_version(MICROVERSION).fetch().await?;
+    Ok(root.server)
+}
+
+/// `GET /servers/detail?name=^<name>$`, then an exact-name filter (Nova's filter is a regex).
+pub async fn find_servers_by_name(
+    session: &Session,
+    name: &str,
+) -> Result<Vec<Server>, osauth::Error> {
+    let pattern = format!("^{}$", regex_escape(name));
+    let root: ServersRoot = session
+        .get(COMPUTE, &["servers", "detail"])
+        .api_version(MICROVERSION)
+        .query(&[("name", pattern.as_str())])
+        .fetch()
+        .await?;
+    Ok(root.servers.into_iter().filter(|s| s.name == name).collect())
+}
+
+/// Every server of the project, paged by marker.
+pub async fn list_servers(session: &Session) -> Result<Vec<Server>, osauth::Error> {
+    let mut all = Vec::new();
+    let mut marker: Option<String> = None;
+    loop {
+        let mut query = vec![("limit", PAGE.to_string())];
+        if let Some(marker) = &marker {
+            query.push(("marker", marker.clone()));
+        }
+        let root: ServersRoot = session
+            .get(COMPUTE, &["servers", "detail"])
+            .api_version(MICROVERSION)
+            .query(&query)
+            .fetch()
+            .await?;
+        let count = root.servers.len();
+        marker = root.servers.last().map(|s| s.id.clone());
+        all.extend(root.servers);
+        if count < PAGE || marker.is_none() {
+            return Ok(all);
+        }
+    }
+}
+
+/// `GET /flavors/{id}` → name (only for Nova older than 2.47).
+pub async fn flavor_name(session: &Session, id: &str) -> Result<String, osauth::Error> {
+    let root: FlavorRoot = session.get(COMPUTE, &["flavors", id]).fetch().await?;
+    Ok(root.flavor.name)
+}
+
+/// Escapes regex metacharacters (Nova matches `name` as a regular expression).
+pub fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_body_with_embedded_flavor_decodes() {
+        let json = r#"{"server":{"id":"abc","name":"vm1","status":"ACTIVE","OS-EXT-AZ:availability_zone":"nova",
+          "flavor":{"original_name":"m1.small","vcpus":1},"accessIPv4":"","accessIPv6":"",
+          "addresses":{"private":[{"addr":"10.0.0.4","version":4,"OS-EXT-IPS:type":"fixed"}]},"tags":[]}}"#;
+        let root: ServerRoot = serde_json::from_str(json).unwrap();
+        assert_eq!(root.server.flavor.original_name.as_deref(), Some("m1.small"));
+        assert_eq!(root.server.addresses["private"][0].kind, "fixed");
+    }
+
+    #[test]
+    fn missing_fields_do_not_fail_the_decode() {
+        let root: ServerRoot = serde_json::from_str(r#"{"server":{"id":"x"}}"#).unwrap();
+        assert_eq!(root.server.id, "x");
+    }
+
+    #[test]
+    fn names_are_regex_escaped() {
+        assert_eq!(regex_escape("a.b-c"), "a\\.b\\-c");
+    }
+}

@@ -1,0 +1,373 @@
+//! The osauth session: credentials → Keystone login (CA, TLS, region, interface), reconnect
+//! with backoff, re-auth on 401, not-found mapping, every call counted.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use osauth::{ErrorKind, Session};
+use tokio::sync::Notify;
+
+use super::auth::connect;
+use super::{Cloud, Error, Instance, Lookup, Result, Server, neutron, nova};
+use crate::config::Credentials;
+use crate::metrics::Metrics;
+
+/// First and last wait between connection attempts.
+const BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
+
+#[derive(Default)]
+struct State {
+    credentials: Option<Credentials>,
+    generation: u64,
+    session: Option<Session>,
+    last_error: String,
+}
+
+/// The OpenStack [`Cloud`]: one session shared by all controllers, replaced when credentials change.
+pub struct OpenStack {
+    metrics: Arc<Metrics>,
+    timeout: Duration,
+    ready: tokio::sync::watch::Sender<bool>,
+    overrides: Mutex<Vec<(&'static str, String)>>,
+    state: Mutex<State>,
+    changed: Notify,
+    flavors: Mutex<HashMap<String, String>>,
+}
+
+impl std::fmt::Debug for OpenStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenStack").field("ready", &self.ready()).finish_non_exhaustive()
+    }
+}
+
+impl OpenStack {
+    /// A client with no credentials yet; `request_timeout` bounds every HTTP call.
+    pub fn new(metrics: Arc<Metrics>, request_timeout: Duration) -> Arc<Self> {
+        Arc::new(OpenStack {
+            metrics,
+            timeout: request_timeout,
+            ready: tokio::sync::watch::Sender::new(false),
+            overrides: Mutex::new(Vec::new()),
+            state: Mutex::new(State {
+                last_error: "no credentials yet".to_owned(),
+                ..State::default()
+            }),
+            changed: Notify::new(),
+            flavors: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Uses new credentials from now on (rotation): the next call re-authenticates.
+    pub fn set_credentials(&self, credentials: Credentials) {
+        let mut state = self.state();
+        state.credentials = Some(credentials);
+        state.generation += 1;
+        state.session = None;
+        state.last_error = "re-authenticating with new credentials".to_owned();
+        drop(state);
+        self.set_ready(false);
+        self.changed.notify_one();
+    }
+
+    /// True while a session is established (drives `/readyz`).
+    pub fn ready(&self) -> bool {
+        self.state().session.is_some()
+    }
+
+    /// Readiness changes, for waiting without polling.
+    pub fn subscribe_ready(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.ready.subscribe()
+    }
+
+    /// Sends `compute` or `network` calls to `url` instead of the catalog's endpoint (as
+    /// clouds.yaml `<service>_endpoint_override`); applies from the next login.
+    pub fn set_endpoint_override(&self, service: &'static str, url: &str) {
+        self.overrides
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((service, url.to_owned()));
+    }
+
+    fn set_ready(&self, up: bool) {
+        self.metrics.set_connected(up);
+        self.ready.send_replace(up);
+    }
+
+    /// Keeps a session established: connects with exponential backoff whenever there is none.
+    /// Never returns.
+    pub async fn keep_connected(self: Arc<Self>) {
+        let mut wait = BACKOFF.0;
+        loop {
+            let todo = {
+                let state = self.state();
+                match (&state.session, &state.credentials) {
+                    (None, Some(c)) => Some((c.clone(), state.generation)),
+                    _ => None,
+                }
+            };
+            let Some((credentials, generation)) = todo else {
+                self.changed.notified().await;
+                continue;
+            };
+            let started = Instant::now();
+            let overrides = self.overrides.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let result = connect(&credentials, self.timeout).await.and_then(|mut session| {
+                for (service, url) in overrides {
+                    let url: reqwest::Url = url
+                        .parse()
+                        .map_err(|e| Error::Credentials(format!("endpoint override {url}: {e}")))?;
+                    match service {
+                        "compute" => session.set_endpoint_override(osauth::services::COMPUTE, url),
+                        _ => session.set_endpoint_override(osauth::services::NETWORK, url),
+                    }
+                }
+                Ok(session)
+            });
+            let label = result.as_ref().err().map_or("ok", Error::kind);
+            self.metrics.call("identity", "authenticate", label, started.elapsed());
+            let failed = {
+                let mut state = self.state();
+                if state.generation != generation {
+                    continue;
+                }
+                match result {
+                    Ok(session) => {
+                        state.session = Some(session);
+                        state.last_error.clear();
+                        None
+                    }
+                    Err(error) => {
+                        state.last_error = chain(&error);
+                        Some(state.last_error.clone())
+                    }
+                }
+            };
+            match failed {
+                None => {
+                    self.set_ready(true);
+                    tracing::info!("authenticated to OpenStack");
+                    wait = BACKOFF.0;
+                }
+                Some(error) => {
+                    tracing::warn!(%error, retry_in = ?wait, "cannot authenticate to OpenStack");
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = self.changed.notified() => {}
+                    }
+                    wait = (wait * 2).min(BACKOFF.1);
+                }
+            }
+        }
+    }
+
+    fn session(&self) -> Result<Session> {
+        let state = self.state();
+        state
+            .session
+            .clone()
+            .ok_or_else(|| Error::NotConnected { reason: state.last_error.clone() })
+    }
+
+    /// Runs one call: re-auth once on 401, map errors, count the result.
+    async fn call<T, F, Fut>(
+        &self,
+        service: &'static str,
+        operation: &'static str,
+        what: &str,
+        f: F,
+    ) -> Result<T>
+    where
+        F: Fn(Session) -> Fut,
+        Fut: Future<Output = std::result::Result<T, osauth::Error>>,
+    {
+        let session = self.session()?;
+        let started = Instant::now();
+        let bounded = |session: Session| {
+            let call = f(session);
+            let timeout = self.timeout;
+            async move {
+                tokio::time::timeout(timeout, call).await.unwrap_or_else(|_| {
+                    let message = format!("no answer within {}", crate::duration::format(timeout));
+                    Err(osauth::Error::new(ErrorKind::OperationTimedOut, message))
+                })
+            }
+        };
+        let mut result = bounded(session.clone()).await;
+        if matches!(&result, Err(e) if e.kind() == ErrorKind::AuthenticationFailed) {
+            let mut fresh = session;
+            match fresh.refresh().await {
+                Ok(()) => result = bounded(fresh).await,
+                Err(e) => result = Err(e),
+            }
+        }
+        let result = result.map_err(|source| match source.kind() {
+            ErrorKind::ResourceNotFound => Error::NotFound { what: what.to_owned() },
+            ErrorKind::AuthenticationFailed => Error::Auth(source),
+            _ => Error::Call { operation, source },
+        });
+        let label = result.as_ref().err().map_or("ok", Error::kind);
+        self.metrics.call(service, operation, label, started.elapsed());
+        if let Err(error @ Error::Auth(_)) = &result {
+            let mut state = self.state();
+            state.session = None;
+            state.last_error = chain(error);
+            drop(state);
+            self.set_ready(false);
+            self.changed.notify_one();
+        }
+        result
+    }
+
+    async fn flavor(
+        &self,
+        server: &Server,
+        cache: &mut HashMap<String, String>,
+    ) -> Result<Option<String>> {
+        if let Some(name) = &server.flavor.original_name {
+            return Ok(Some(name.clone()));
+        }
+        let Some(id) = &server.flavor.id else { return Ok(None) };
+        if let Some(name) = cache.get(id) {
+            return Ok(Some(name.clone()));
+        }
+        let name = self
+            .call("compute", "flavor_get", &format!("flavor {id}"), |s| {
+                let id = id.clone();
+                async move { nova::flavor_name(&s, &id).await }
+            })
+            .await?;
+        cache.insert(id.clone(), name.clone());
+        Ok(Some(name))
+    }
+
+    fn flavor_cache(&self) -> HashMap<String, String> {
+        self.flavors.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+impl Cloud for OpenStack {
+    async fn server(&self, lookup: &Lookup) -> Result<Server> {
+        match lookup {
+            Lookup::Id(id) => {
+                self.call("compute", "server_get", &format!("id {id}"), |s| {
+                    let id = id.clone();
+                    async move { nova::get_server(&s, &id).await }
+                })
+                .await
+            }
+            Lookup::Name(name) => {
+                let mut found = self
+                    .call("compute", "server_list", &format!("named {name:?}"), |s| {
+                        let name = name.clone();
+                        async move { nova::find_servers_by_name(&s, &name).await }
+                    })
+                    .await?;
+                match found.len() {
+                    1 => Ok(found.remove(0)),
+                    0 => Err(Error::NotFound { what: format!("named {name:?}") }),
+                    count => Err(Error::Ambiguous { name: name.clone(), count }),
+                }
+            }
+        }
+    }
+
+    async fn instance(&self, lookup: &Lookup) -> Result<Instance> {
+        let server = self.server(lookup).await?;
+        let ports = self
+            .call("network", "port_list", &format!("ports of {}", server.id), |s| {
+                let id = server.id.clone();
+                async move { neutron::list_ports(&s, Some(&id)).await }
+            })
+            .await?;
+        let mut cache = self.flavor_cache();
+        let flavor_name = self.flavor(&server, &mut cache).await?;
+        self.flavors.lock().unwrap_or_else(PoisonError::into_inner).extend(cache);
+        Ok(Instance { server, ports, flavor_name })
+    }
+
+    async fn instances(&self) -> Result<Vec<Instance>> {
+        let servers = self
+            .call("compute", "server_list", "list", |s| async move { nova::list_servers(&s).await })
+            .await?;
+        let ports =
+            self.call("network", "port_list", "list", |s| async move {
+                neutron::list_ports(&s, None).await
+            })
+            .await?;
+        let mut by_device: HashMap<String, Vec<neutron::Port>> = HashMap::new();
+        for port in ports {
+            by_device.entry(port.device_id.clone()).or_default().push(port);
+        }
+        let old = self.flavor_cache();
+        let mut cache = HashMap::new();
+        let mut out = Vec::with_capacity(servers.len());
+        for server in servers {
+            if let Some(id) = &server.flavor.id
+                && let Some(name) = old.get(id)
+            {
+                cache.insert(id.clone(), name.clone());
+            }
+            let flavor_name = self.flavor(&server, &mut cache).await?;
+            let ports = by_device.remove(&server.id).unwrap_or_default();
+            out.push(Instance { server, ports, flavor_name });
+        }
+        // Refreshed, not grown: only flavors of live servers stay.
+        *self.flavors.lock().unwrap_or_else(PoisonError::into_inner) = cache;
+        Ok(out)
+    }
+
+    fn region(&self) -> Option<String> {
+        self.state().credentials.as_ref().and_then(|c| c.region.clone())
+    }
+}
+
+/// An error and its causes on one line.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_before_login_fail_fast_as_not_connected_and_keystone_down_is_retried() {
+        let metrics = Metrics::shared();
+        let cloud = OpenStack::new(metrics.clone(), Duration::from_secs(5));
+        let err = cloud.server(&Lookup::Id("x".into())).await.unwrap_err();
+        assert_eq!(err.to_string(), "not connected to OpenStack: no credentials yet");
+        assert_eq!(err.kind(), "not_connected");
+        // Nothing listens on port 9: every attempt fails, and the loop keeps trying with backoff.
+        cloud.set_credentials(Credentials {
+            auth_url: Some("http://127.0.0.1:9/v3".into()),
+            username: Some("u".into()),
+            password: Some("p".to_owned().into()),
+            ..Credentials::default()
+        });
+        tokio::spawn(cloud.clone().keep_connected());
+        // Virtual time (paused clock): a bounded number of backoff periods.
+        for _ in 0..100 {
+            if metrics.calls("identity", "authenticate", "connection") >= 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+        assert!(metrics.calls("identity", "authenticate", "connection") >= 3);
+        assert!(!cloud.ready());
+        let err = cloud.instances().await.unwrap_err();
+        assert!(err.to_string().contains("error sending request"), "{err}");
+    }
+}

@@ -1,0 +1,343 @@
+//! The typed sections, built from checked [`Values`] with upstream defaults.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use secrecy::SecretString;
+
+use super::{Values, parse_bool};
+
+/// The whole cloud.conf.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `[Global]`.
+    pub global: Global,
+    /// `[Networking]`.
+    pub networking: Networking,
+    /// `[LoadBalancer]` (parsed and checked; this controller runs no service controller).
+    pub load_balancer: LoadBalancer,
+    /// `[LoadBalancerClass "name"]` by name.
+    pub lb_classes: BTreeMap<String, LbClass>,
+    /// `[Metadata]`.
+    pub metadata: Metadata,
+    /// `[Route]`.
+    pub route: Route,
+}
+
+/// Keystone endpoint interface (`os-endpoint-type`, clouds.yaml `interface`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EndpointInterface {
+    /// `public` (the default).
+    #[default]
+    Public,
+    /// `internal`.
+    Internal,
+    /// `admin`.
+    Admin,
+}
+
+impl EndpointInterface {
+    /// Parses `public`/`internal`/`admin` (also with an `URL` suffix, as clouds.yaml allows).
+    pub fn parse(text: &str) -> Option<Self> {
+        let lower = text.to_ascii_lowercase();
+        match lower.trim_end_matches("url") {
+            "" | "public" => Some(Self::Public),
+            "internal" => Some(Self::Internal),
+            "admin" => Some(Self::Admin),
+            _ => None,
+        }
+    }
+}
+
+/// Credentials and endpoint selection: the part of `[Global]` a Secret may replace.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    /// Keystone v3 URL.
+    pub auth_url: Option<String>,
+    /// User ID.
+    pub user_id: Option<String>,
+    /// User name.
+    pub username: Option<String>,
+    /// Password.
+    pub password: Option<SecretString>,
+    /// Project ID (`tenant-id`).
+    pub project_id: Option<String>,
+    /// Project name (`tenant-name`).
+    pub project_name: Option<String>,
+    /// Domain ID for user and project.
+    pub domain_id: Option<String>,
+    /// Domain name for user and project.
+    pub domain_name: Option<String>,
+    /// Project domain ID (`tenant-domain-id`).
+    pub project_domain_id: Option<String>,
+    /// Project domain name (`tenant-domain-name`).
+    pub project_domain_name: Option<String>,
+    /// User domain ID.
+    pub user_domain_id: Option<String>,
+    /// User domain name.
+    pub user_domain_name: Option<String>,
+    /// A Keystone token.
+    pub token: Option<SecretString>,
+    /// Application credential ID.
+    pub application_credential_id: Option<String>,
+    /// Application credential name.
+    pub application_credential_name: Option<String>,
+    /// Application credential secret.
+    pub application_credential_secret: Option<SecretString>,
+    /// Trust ID (trusts are not supported by this controller; checked at session build).
+    pub trust_id: Option<String>,
+    /// Region.
+    pub region: Option<String>,
+    /// Endpoint interface.
+    pub interface: EndpointInterface,
+    /// CA bundle path.
+    pub ca_file: Option<String>,
+    /// Client certificate path.
+    pub cert_file: Option<String>,
+    /// Client key path.
+    pub key_file: Option<String>,
+    /// Skip TLS verification.
+    pub tls_insecure: bool,
+}
+
+/// `[Global]`.
+#[derive(Debug, Clone, Default)]
+pub struct Global {
+    /// Credentials and endpoint selection.
+    pub credentials: Credentials,
+    /// `use-clouds`.
+    pub use_clouds: bool,
+    /// `clouds-file`.
+    pub clouds_file: Option<String>,
+    /// `cloud`.
+    pub cloud: Option<String>,
+    /// `secret-name`.
+    pub secret_name: Option<String>,
+    /// `secret-namespace`.
+    pub secret_namespace: Option<String>,
+}
+
+/// `[Networking]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Networking {
+    /// `ipv6-support-disabled`.
+    pub ipv6_support_disabled: bool,
+    /// `public-network-name` (repeatable).
+    pub public_network_names: Vec<String>,
+    /// `internal-network-name` (repeatable).
+    pub internal_network_names: Vec<String>,
+    /// `address-sort-order`, valid CIDRs only.
+    pub address_sort_order: Vec<ipnet::IpNet>,
+}
+
+/// `[LoadBalancer]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadBalancer {
+    /// `enabled`.
+    pub enabled: bool,
+    /// `floating-network-id`.
+    pub floating_network_id: Option<String>,
+    /// `subnet-id`.
+    pub subnet_id: Option<String>,
+    /// `network-id`.
+    pub network_id: Option<String>,
+    /// `lb-method`.
+    pub lb_method: String,
+    /// `lb-provider`.
+    pub lb_provider: String,
+    /// `create-monitor`.
+    pub create_monitor: bool,
+    /// `monitor-delay`.
+    pub monitor_delay: Duration,
+    /// `monitor-timeout`.
+    pub monitor_timeout: Duration,
+    /// `monitor-max-retries`.
+    pub monitor_max_retries: u32,
+    /// `monitor-max-retries-down`.
+    pub monitor_max_retries_down: u32,
+    /// `manage-security-groups`.
+    pub manage_security_groups: bool,
+    /// `internal-lb`.
+    pub internal_lb: bool,
+    /// `cascade-delete`.
+    pub cascade_delete: bool,
+    /// `max-shared-lb`.
+    pub max_shared_lb: i64,
+}
+
+/// `[LoadBalancerClass "name"]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LbClass {
+    /// `floating-network-id`.
+    pub floating_network_id: Option<String>,
+    /// `floating-subnet-id`.
+    pub floating_subnet_id: Option<String>,
+    /// `network-id`.
+    pub network_id: Option<String>,
+    /// `subnet-id`.
+    pub subnet_id: Option<String>,
+    /// `member-subnet-id`.
+    pub member_subnet_id: Option<String>,
+}
+
+/// `[Metadata]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata {
+    /// `search-order`.
+    pub search_order: Vec<String>,
+    /// `request-timeout`: the HTTP timeout of every OpenStack call, as upstream.
+    pub request_timeout: Duration,
+}
+
+/// `[Route]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Route {
+    /// `router-id`.
+    pub router_id: Option<String>,
+}
+
+/// Validates `search-order`: at most two of `configDrive`, `metadataService`.
+pub(crate) fn search_order(text: &str) -> Result<Vec<String>, String> {
+    let items: Vec<String> =
+        text.split(',').map(|i| i.trim().to_owned()).filter(|i| !i.is_empty()).collect();
+    if items.is_empty() || items.len() > 2 {
+        return Err("must list one or two of configDrive, metadataService".to_owned());
+    }
+    for item in &items {
+        if item != "configDrive" && item != "metadataService" {
+            return Err(format!("has {item:?}; allowed are configDrive, metadataService"));
+        }
+    }
+    Ok(items)
+}
+
+fn text(values: &Values, section: &str, key: &'static str) -> Option<String> {
+    values.get(section, key).filter(|v| !v.is_empty()).map(str::to_owned)
+}
+
+fn secret(values: &Values, key: &'static str) -> Option<SecretString> {
+    text(values, "Global", key).map(SecretString::from)
+}
+
+fn flag(values: &Values, section: &str, key: &'static str, default: bool) -> bool {
+    values.get(section, key).and_then(parse_bool).unwrap_or(default)
+}
+
+fn duration(values: &Values, section: &str, key: &'static str, default: u64) -> Duration {
+    let parsed = values.get(section, key).and_then(|v| crate::duration::parse(v).ok());
+    parsed.unwrap_or(Duration::from_secs(default))
+}
+
+fn number<T: std::str::FromStr>(
+    values: &Values,
+    section: &str,
+    key: &'static str,
+    default: T,
+) -> T {
+    values.get(section, key).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+impl Credentials {
+    /// The credential keys of `[Global]`.
+    pub fn from_values(v: &Values) -> Self {
+        Credentials {
+            auth_url: text(v, "Global", "auth-url"),
+            user_id: text(v, "Global", "user-id"),
+            username: text(v, "Global", "username"),
+            password: secret(v, "password"),
+            project_id: text(v, "Global", "tenant-id"),
+            project_name: text(v, "Global", "tenant-name"),
+            domain_id: text(v, "Global", "domain-id"),
+            domain_name: text(v, "Global", "domain-name"),
+            project_domain_id: text(v, "Global", "tenant-domain-id"),
+            project_domain_name: text(v, "Global", "tenant-domain-name"),
+            user_domain_id: text(v, "Global", "user-domain-id"),
+            user_domain_name: text(v, "Global", "user-domain-name"),
+            token: secret(v, "token"),
+            application_credential_id: text(v, "Global", "application-credential-id"),
+            application_credential_name: text(v, "Global", "application-credential-name"),
+            application_credential_secret: secret(v, "application-credential-secret"),
+            trust_id: text(v, "Global", "trust-id"),
+            region: text(v, "Global", "region"),
+            interface: v
+                .get("Global", "os-endpoint-type")
+                .and_then(EndpointInterface::parse)
+                .unwrap_or_default(),
+            ca_file: text(v, "Global", "ca-file"),
+            cert_file: text(v, "Global", "cert-file"),
+            key_file: text(v, "Global", "key-file"),
+            tls_insecure: flag(v, "Global", "tls-insecure", false),
+        }
+    }
+}
+
+impl Config {
+    /// The typed view of checked values; unset keys take upstream defaults.
+    pub fn from_values(v: &Values) -> Self {
+        let lb_classes = v
+            .classes()
+            .into_iter()
+            .map(|name| {
+                let get =
+                    |key| v.class_get(&name, key).filter(|s| !s.is_empty()).map(str::to_owned);
+                let class = LbClass {
+                    floating_network_id: get("floating-network-id"),
+                    floating_subnet_id: get("floating-subnet-id"),
+                    network_id: get("network-id"),
+                    subnet_id: get("subnet-id"),
+                    member_subnet_id: get("member-subnet-id"),
+                };
+                (name, class)
+            })
+            .collect();
+        Config {
+            global: Global {
+                credentials: Credentials::from_values(v),
+                use_clouds: flag(v, "Global", "use-clouds", false),
+                clouds_file: text(v, "Global", "clouds-file"),
+                cloud: text(v, "Global", "cloud"),
+                secret_name: text(v, "Global", "secret-name"),
+                secret_namespace: text(v, "Global", "secret-namespace"),
+            },
+            networking: Networking {
+                ipv6_support_disabled: flag(v, "Networking", "ipv6-support-disabled", false),
+                public_network_names: v.all("Networking", "public-network-name").to_vec(),
+                internal_network_names: v.all("Networking", "internal-network-name").to_vec(),
+                address_sort_order: v
+                    .get("Networking", "address-sort-order")
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter_map(|i| i.trim().parse().ok())
+                    .collect(),
+            },
+            load_balancer: LoadBalancer {
+                enabled: flag(v, "LoadBalancer", "enabled", true),
+                floating_network_id: text(v, "LoadBalancer", "floating-network-id"),
+                subnet_id: text(v, "LoadBalancer", "subnet-id"),
+                network_id: text(v, "LoadBalancer", "network-id"),
+                lb_method: text(v, "LoadBalancer", "lb-method")
+                    .unwrap_or_else(|| "ROUND_ROBIN".into()),
+                lb_provider: text(v, "LoadBalancer", "lb-provider")
+                    .unwrap_or_else(|| "amphora".into()),
+                create_monitor: flag(v, "LoadBalancer", "create-monitor", false),
+                monitor_delay: duration(v, "LoadBalancer", "monitor-delay", 5),
+                monitor_timeout: duration(v, "LoadBalancer", "monitor-timeout", 3),
+                monitor_max_retries: number(v, "LoadBalancer", "monitor-max-retries", 1),
+                monitor_max_retries_down: number(v, "LoadBalancer", "monitor-max-retries-down", 3),
+                manage_security_groups: flag(v, "LoadBalancer", "manage-security-groups", false),
+                internal_lb: flag(v, "LoadBalancer", "internal-lb", false),
+                cascade_delete: flag(v, "LoadBalancer", "cascade-delete", true),
+                max_shared_lb: number(v, "LoadBalancer", "max-shared-lb", 2),
+            },
+            lb_classes,
+            metadata: Metadata {
+                search_order: v
+                    .get("Metadata", "search-order")
+                    .and_then(|o| search_order(o).ok())
+                    .unwrap_or_else(|| vec!["configDrive".into(), "metadataService".into()]),
+                request_timeout: duration(v, "Metadata", "request-timeout", 60),
+            },
+            route: Route { router_id: text(v, "Route", "router-id") },
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Test fixtures: a fake [`Cloud`], Node builders, a Context on the fake API server.
+
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
+use kube::runtime::reflector;
+use serde_json::{Value, json};
+
+use super::{Context, UNINITIALIZED_TAINT};
+use crate::cloud::neutron::{FixedIp, Port};
+use crate::cloud::nova::{Flavor, ServerAddress};
+use crate::cloud::{Cloud, Error, Instance, Lookup, Result, Server};
+use crate::config::Networking;
+use crate::kube::fake::FakeApiServer;
+use crate::metrics::Metrics;
+
+/// An in-memory cloud with a call log and an injectable failure.
+#[derive(Debug, Default)]
+pub(crate) struct FakeCloud {
+    pub(crate) instances: Mutex<Vec<Instance>>,
+    pub(crate) failure: Mutex<Option<Error>>,
+    pub(crate) calls: Mutex<Vec<String>>,
+    pub(crate) region: Option<String>,
+}
+
+impl FakeCloud {
+    pub(crate) fn with(instances: Vec<Instance>) -> Arc<Self> {
+        Arc::new(FakeCloud { instances: Mutex::new(instances), ..FakeCloud::default() })
+    }
+
+    pub(crate) fn fail_with(&self, error: Error) {
+        *self.failure.lock().unwrap() = Some(error);
+    }
+
+    pub(crate) fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn find(&self, lookup: &Lookup) -> Result<Instance> {
+        self.calls.lock().unwrap().push(format!("{lookup:?}"));
+        if let Some(error) = self.failure.lock().unwrap().clone() {
+            return Err(error);
+        }
+        let all = self.instances.lock().unwrap();
+        let found = all.iter().find(|i| match lookup {
+            Lookup::Id(id) => i.server.id == *id,
+            Lookup::Name(name) => i.server.name == *name,
+        });
+        found.cloned().ok_or_else(|| Error::NotFound { what: format!("{lookup:?}") })
+    }
+}
+
+impl Cloud for FakeCloud {
+    async fn server(&self, lookup: &Lookup) -> Result<Server> {
+        self.find(lookup).map(|i| i.server)
+    }
+
+    async fn instance(&self, lookup: &Lookup) -> Result<Instance> {
+        self.find(lookup)
+    }
+
+    async fn instances(&self) -> Result<Vec<Instance>> {
+        self.calls.lock().unwrap().push("list".into());
+        if let Some(error) = self.failure.lock().unwrap().clone() {
+            return Err(error);
+        }
+        Ok(self.instances.lock().unwrap().clone())
+    }
+
+    fn region(&self) -> Option<String> {
+        self.region.clone()
+    }
+}
+
+/// A server `name` with id `id-<name>`, one port on `private` with `ip`, flavor and AZ.
+pub(crate) fn instance(name: &str, ip: &str, status: &str) -> Instance {
+    let mut addresses = std::collections::BTreeMap::new();
+    addresses.insert(
+        "private".to_owned(),
+        vec![ServerAddress { addr: ip.into(), version: 4, kind: "fixed".into() }],
+    );
+    Instance {
+        server: Server {
+            id: format!("id-{name}"),
+            name: name.into(),
+            status: status.into(),
+            availability_zone: "nova zone/1".into(),
+            flavor: Flavor { id: None, original_name: Some("m1.small".into()) },
+            addresses,
+            ..Server::default()
+        },
+        ports: vec![Port {
+            id: format!("port-{name}"),
+            device_id: format!("id-{name}"),
+            status: "ACTIVE".into(),
+            fixed_ips: vec![FixedIp { ip_address: ip.into(), subnet_id: "s".into() }],
+            ..Port::default()
+        }],
+        flavor_name: Some("m1.small".into()),
+    }
+}
+
+/// A Node as kubelet registers it with `--cloud-provider=external`.
+pub(crate) fn tainted_node(name: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "spec": {"taints": [
+            {"key": UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"},
+            {"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}
+        ]},
+        "status": {"addresses": [{"type": "Hostname", "address": name}],
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    })
+}
+
+/// An initialized node with a Ready condition of `ready` (`True`, `False`, `Unknown`).
+pub(crate) fn node(name: &str, provider_id: Option<&str>, ready: &str) -> Value {
+    let mut spec = json!({});
+    if let Some(id) = provider_id {
+        spec["providerID"] = json!(id);
+    }
+    json!({
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {"conditions": [{"type": "Ready", "status": ready}]}
+    })
+}
+
+/// A Context on the fake API server (its Node store stays empty: tests pass nodes explicitly).
+pub(crate) fn context(fake: &FakeApiServer, cloud: Arc<FakeCloud>) -> Arc<Context<FakeCloud>> {
+    let (reader, _writer) = reflector::store::<Node>();
+    Arc::new(Context::new(fake.client(), cloud, Metrics::shared(), Networking::default(), reader))
+}
+
+/// Every node, as the API server has them now.
+pub(crate) async fn nodes(ctx: &Context<FakeCloud>) -> Vec<Arc<Node>> {
+    let list = Api::<Node>::all(ctx.client.clone()).list(&Default::default()).await.unwrap();
+    list.items.into_iter().map(Arc::new).collect()
+}

@@ -1,0 +1,190 @@
+//! The node controllers and what they share: the Context, taints, the error type, Node patches.
+
+pub mod addresses;
+pub mod labels;
+pub mod lifecycle;
+pub mod node;
+pub mod provider_id;
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Taint};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use crate::cloud::{self, Cloud, Lookup};
+use crate::config::Networking;
+use crate::metrics::Metrics;
+
+/// Set by kubelet `--cloud-provider=external`; removed once the node is initialized.
+pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+/// Added while the server is `SHUTOFF`.
+pub const SHUTDOWN_TAINT: &str = "node.cloudprovider.kubernetes.io/shutdown";
+/// kubelet's `--node-ip`.
+pub const PROVIDED_NODE_IP: &str = "alpha.kubernetes.io/provided-node-ip";
+
+/// A reconcile failure; every variant is retried later, none deletes a Node.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// OpenStack failed (including "not found" during initialization).
+    #[error("looking up the server of node {node}")]
+    Cloud {
+        /// Node name.
+        node: String,
+        /// Why.
+        #[source]
+        source: cloud::Error,
+    },
+    /// The Kubernetes API failed.
+    #[error("updating node {node}")]
+    Kube {
+        /// Node name.
+        node: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// The node's own data is unusable (bad providerID, node IP not on the server).
+    #[error("node {node}: {message}")]
+    Node {
+        /// Node name.
+        node: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Error {
+    /// A fixed label for metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Cloud { source, .. } => source.kind(),
+            Error::Kube { source: kube::Error::Api(s), .. } if s.code == 409 => "conflict",
+            Error::Kube { .. } => "kube",
+            Error::Node { .. } => "node",
+        }
+    }
+}
+
+/// Result alias for this module.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything a reconcile needs.
+pub struct Context<C> {
+    /// Kubernetes client.
+    pub client: kube::Client,
+    /// OpenStack.
+    pub cloud: Arc<C>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// `[Networking]`.
+    pub networking: Networking,
+    /// Write `openstack://<region>/<id>` (env `OS_CCM_REGIONAL=true`, as upstream).
+    pub regional: bool,
+    /// The Node cache (one reflector, fed by the node controller's watch).
+    pub nodes: Store<Node>,
+    /// Event recorder.
+    pub recorder: Recorder,
+    /// `cloud-node` is enabled (the node watch also feeds lifecycle when it is not).
+    pub initialize: bool,
+}
+
+impl<C> std::fmt::Debug for Context<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context").field("regional", &self.regional).finish_non_exhaustive()
+    }
+}
+
+impl<C: Cloud> Context<C> {
+    /// A context with the standard event reporter.
+    pub fn new(
+        client: kube::Client,
+        cloud: Arc<C>,
+        metrics: Arc<Metrics>,
+        networking: Networking,
+        nodes: Store<Node>,
+    ) -> Self {
+        let reporter = Reporter { controller: "cloud-node-controller".into(), instance: None };
+        let recorder = Recorder::new(client.clone(), reporter);
+        Context {
+            client,
+            cloud,
+            metrics,
+            networking,
+            regional: false,
+            nodes,
+            recorder,
+            initialize: true,
+        }
+    }
+
+    /// The Node API.
+    pub fn api(&self) -> Api<Node> {
+        Api::all(self.client.clone())
+    }
+
+    /// Records an event on a node; failures are logged, never fatal.
+    pub async fn event(&self, node: &Node, type_: EventType, reason: &str, note: String) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &node.object_ref(&())).await {
+            tracing::warn!(node = %node.name_any(), %error, "cannot record event");
+        }
+    }
+}
+
+/// How to find a node's server: by providerID when set, else by name.
+pub fn lookup(node: &Node, region: Option<&str>) -> Result<Lookup> {
+    let provider_id =
+        node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).filter(|p| !p.is_empty());
+    match provider_id {
+        Some(id) => provider_id::parse(id, region)
+            .map(Lookup::Id)
+            .map_err(|message| Error::Node { node: node.name_any(), message }),
+        None => Ok(Lookup::Name(node.name_any())),
+    }
+}
+
+/// The node's taints.
+pub fn taints(node: &Node) -> Vec<Taint> {
+    node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default()
+}
+
+/// True when the node has a taint with this key.
+pub fn has_taint(node: &Node, key: &str) -> bool {
+    taints(node).iter().any(|t| t.key == key)
+}
+
+/// Replaces the taint list with a merge patch guarded by the node's resourceVersion, so a
+/// concurrent change by kubelet or an admin turns into a 409 and a retry, never a lost taint.
+pub async fn set_taints<C: Cloud>(ctx: &Context<C>, node: &Node, taints: Vec<Taint>) -> Result<()> {
+    let patch = json!({
+        "metadata": {"resourceVersion": node.resource_version()},
+        "spec": {"taints": taints},
+    });
+    ctx.api()
+        .patch(&node.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+        .map_err(|source| Error::Kube { node: node.name_any(), source })
+}
+
+/// True when the `Ready` condition is `True`.
+pub fn is_ready(node: &Node) -> bool {
+    let conditions = node.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+#[cfg(test)]
+mod tests;

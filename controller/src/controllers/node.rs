@@ -1,0 +1,239 @@
+//! `cloud-node`: initialize tainted Nodes (providerID, addresses, labels, taint removal) and
+//! refresh every node's addresses from one server list per period.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use serde_json::json;
+
+use super::addresses::{self, HOSTNAME, NodeAddress};
+use super::{
+    Context, Error, PROVIDED_NODE_IP, Result, UNINITIALIZED_TAINT, has_taint, labels, lookup,
+    provider_id, taints,
+};
+use crate::cloud::{Cloud, Instance, Lookup};
+
+/// What initialization writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// `spec.providerID`, only when the node has none.
+    pub provider_id: Option<String>,
+    /// Labels to set.
+    pub labels: BTreeMap<String, String>,
+    /// `status.addresses`.
+    pub addresses: Vec<NodeAddress>,
+}
+
+/// The addresses for a node: selection, kubelet's node IP, and kubelet's Hostname kept when the cloud has none.
+pub fn node_addresses<C>(
+    ctx: &Context<C>,
+    node: &Node,
+    instance: &Instance,
+) -> Result<Vec<NodeAddress>> {
+    let mut list = addresses::select(instance, &ctx.networking);
+    if let Some(provided) = node.annotations().get(PROVIDED_NODE_IP) {
+        list = addresses::with_node_ip(&list, provided)
+            .map_err(|message| Error::Node { node: node.name_any(), message })?;
+    }
+    if !list.iter().any(|a| a.kind == HOSTNAME)
+        && let Some(hostname) = current_addresses(node).into_iter().find(|a| a.kind == HOSTNAME)
+    {
+        list.push(hostname);
+    }
+    Ok(list)
+}
+
+/// Pure: what a tainted node gets from its server.
+pub fn plan<C>(
+    ctx: &Context<C>,
+    node: &Node,
+    instance: &Instance,
+    region: Option<&str>,
+) -> Result<Plan> {
+    let has_id =
+        node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).is_some_and(|p| !p.is_empty());
+    let provider_id =
+        (!has_id).then(|| provider_id::format(&instance.server.id, region, ctx.regional));
+    let mut labels = BTreeMap::new();
+    if let Some(flavor) = instance.flavor_name.as_deref().filter(|f| !f.is_empty()) {
+        let value =
+            if labels::is_valid(flavor) { flavor.to_owned() } else { labels::sanitize(flavor) };
+        labels.insert(labels::INSTANCE_TYPE.to_owned(), value);
+    }
+    let zone = labels::sanitize(&instance.server.availability_zone);
+    if !zone.is_empty() {
+        labels.insert(labels::ZONE.to_owned(), zone);
+    }
+    if let Some(region) = region.filter(|r| !r.is_empty()) {
+        labels.insert(labels::REGION.to_owned(), labels::sanitize(region));
+    }
+    Ok(Plan { provider_id, labels, addresses: node_addresses(ctx, node, instance)? })
+}
+
+/// The node's current `status.addresses`.
+pub fn current_addresses(node: &Node) -> Vec<NodeAddress> {
+    let list = node.status.as_ref().and_then(|s| s.addresses.as_ref());
+    let kind = |t: &str| match t {
+        "InternalIP" => addresses::INTERNAL,
+        "ExternalIP" => addresses::EXTERNAL,
+        "Hostname" => HOSTNAME,
+        _ => "InternalDNS",
+    };
+    list.into_iter()
+        .flatten()
+        .map(|a| NodeAddress { kind: kind(&a.type_), address: a.address.clone() })
+        .collect()
+}
+
+/// Writes `status.addresses` when it differs (a JSON merge patch replaces the whole list);
+/// returns the updated Node, or `None` when nothing changed.
+pub async fn patch_addresses<C: Cloud>(
+    ctx: &Context<C>,
+    node: &Node,
+    wanted: &[NodeAddress],
+) -> Result<Option<Node>> {
+    if current_addresses(node) == wanted {
+        return Ok(None);
+    }
+    let list: Vec<_> =
+        wanted.iter().map(|a| json!({"type": a.kind, "address": a.address})).collect();
+    let patch = json!({"status": {"addresses": list}});
+    ctx.api()
+        .patch_status(&node.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(Some)
+        .map_err(|source| Error::Kube { node: node.name_any(), source })
+}
+
+/// Initializes one node: lookup, addresses, then providerID + labels + taint removal in one
+/// patch guarded by resourceVersion.
+pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<()> {
+    let name = node.name_any();
+    let region = ctx.cloud.region();
+    let how = lookup(node, region.as_deref())?;
+    let instance = ctx
+        .cloud
+        .instance(&how)
+        .await
+        .map_err(|source| Error::Cloud { node: name.clone(), source })?;
+    let plan = plan(ctx, node, &instance, region.as_deref())?;
+    // The status write bumps resourceVersion: guard the next patch with the new one.
+    let updated = patch_addresses(ctx, node, &plan.addresses).await?;
+    let resource_version = updated.as_ref().unwrap_or(node).resource_version();
+    let remaining: Vec<_> =
+        taints(node).into_iter().filter(|t| t.key != UNINITIALIZED_TAINT).collect();
+    let mut spec = json!({"taints": remaining});
+    if let Some(id) = &plan.provider_id {
+        spec["providerID"] = json!(id);
+    }
+    let patch = json!({
+        "metadata": {"resourceVersion": resource_version, "labels": plan.labels},
+        "spec": spec,
+    });
+    ctx.api()
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| Error::Kube { node: name.clone(), source })?;
+    tracing::info!(node = %name, server = %instance.server.id, "initialized");
+    Ok(())
+}
+
+/// The `Controller` reconcile: only tainted nodes are touched.
+#[tracing::instrument(skip_all, fields(node = %node.name_any()))]
+pub async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Result<Action> {
+    if !ctx.initialize || !has_taint(&node, UNINITIALIZED_TAINT) {
+        return Ok(Action::await_change());
+    }
+    match initialize(&ctx, &node).await {
+        Ok(()) => {
+            ctx.metrics.reconcile("cloud-node", "initialized");
+            Ok(Action::await_change())
+        }
+        Err(error) => {
+            if let Error::Node { message, .. } = &error {
+                ctx.event(
+                    &node,
+                    EventType::Warning,
+                    "ProviderInitializationFailed",
+                    message.clone(),
+                )
+                .await;
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Retry policy: conflicts soon, everything else after 10 s; the taint stays meanwhile.
+pub fn error_policy<C: Cloud>(node: Arc<Node>, error: &Error, ctx: Arc<Context<C>>) -> Action {
+    ctx.metrics.reconcile("cloud-node", error.kind());
+    let chain = crate::cloud::session::chain(error);
+    tracing::warn!(node = %node.name_any(), error = %chain, "initialization failed; will retry");
+    let delay = if error.kind() == "conflict" {
+        Duration::from_millis(200)
+    } else {
+        Duration::from_secs(10)
+    };
+    Action::requeue(delay)
+}
+
+/// One address refresh of every initialized node: one `instances()` call, then a status patch
+/// only where the addresses changed. Returns how many nodes were patched.
+pub async fn refresh_addresses<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) -> Result<usize> {
+    let instances =
+        ctx.cloud.instances().await.map_err(|source| Error::Cloud { node: "*".into(), source })?;
+    let by_id: HashMap<&str, &Instance> =
+        instances.iter().map(|i| (i.server.id.as_str(), i)).collect();
+    let mut by_name: HashMap<&str, Vec<&Instance>> = HashMap::new();
+    for instance in &instances {
+        by_name.entry(instance.server.name.as_str()).or_default().push(instance);
+    }
+    let region = ctx.cloud.region();
+    let mut patched = 0;
+    for node in nodes.iter().filter(|n| !has_taint(n, UNINITIALIZED_TAINT)) {
+        let found = match lookup(node, region.as_deref()) {
+            Ok(Lookup::Id(id)) => by_id.get(id.as_str()).copied(),
+            Ok(Lookup::Name(name)) => {
+                by_name.get(name.as_str()).filter(|v| v.len() == 1).map(|v| v[0])
+            }
+            Err(_) => None,
+        };
+        let Some(instance) = found else { continue };
+        let result = match node_addresses(ctx, node, instance) {
+            Ok(wanted) => patch_addresses(ctx, node, &wanted).await,
+            Err(error) => Err(error),
+        };
+        match result {
+            Ok(Some(_)) => patched += 1,
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(node = %node.name_any(), error = %crate::cloud::session::chain(&error), "address refresh failed");
+            }
+        }
+    }
+    Ok(patched)
+}
+
+/// Refreshes addresses every `period` until the process ends.
+pub async fn refresh_loop<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
+    // The first refresh waits one period: at start the node cache is still filling, and
+    // initialization has just written fresh addresses.
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let nodes = ctx.nodes.state();
+        match refresh_addresses(&ctx, &nodes).await {
+            Ok(patched) => tracing::debug!(nodes = nodes.len(), patched, "addresses refreshed"),
+            Err(error) => {
+                tracing::warn!(error = %crate::cloud::session::chain(&error), "address refresh skipped")
+            }
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Upstream OCCM flag names verbatim (`--cloud-config`, `--leader-elect=false`, `--v=2`), validated at start.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser};
+
+/// What the command line asked for. Parsing fails naming the flag on an unknown flag or bad value.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "openstack-cloud-controller-manager",
+    version,
+    about = "OpenStack cloud-controller-manager"
+)]
+pub struct Flags {
+    /// Cloud provider name; only `openstack`.
+    #[arg(long = "cloud-provider", value_name = "NAME", value_parser = cloud_provider, required_unless_present = "check_config")]
+    pub cloud_provider: Option<String>,
+
+    /// Path to cloud.conf.
+    #[arg(long = "cloud-config", value_name = "FILE")]
+    pub cloud_config: Option<PathBuf>,
+
+    /// Check the cloud config, print it with secrets redacted, exit 0 (valid) or 1.
+    ///
+    /// Makes no network call. Warnings and errors go to stderr, the effective cloud.conf to stdout.
+    #[arg(long = "check-config")]
+    pub check_config: bool,
+
+    /// Path to a kubeconfig; default: in-cluster config.
+    #[arg(long = "kubeconfig", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Controllers to run: `*`, `cloud-node`, `cloud-node-lifecycle`, `-name` disables.
+    #[arg(long = "controllers", value_name = "LIST", value_delimiter = ',', default_value = "*", value_parser = controller_name)]
+    pub controllers: Vec<String>,
+
+    /// Elect a leader on a Lease before running controllers.
+    #[arg(long = "leader-elect", value_name = "BOOL", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
+    pub leader_elect: bool,
+
+    /// Lease duration for non-leaders.
+    #[arg(long = "leader-elect-lease-duration", value_name = "DURATION", default_value = "15s", value_parser = go_duration)]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader retries renewing before giving up.
+    #[arg(long = "leader-elect-renew-deadline", value_name = "DURATION", default_value = "10s", value_parser = go_duration)]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// Wait between acquire or renew attempts.
+    #[arg(long = "leader-elect-retry-period", value_name = "DURATION", default_value = "2s", value_parser = go_duration)]
+    pub leader_elect_retry_period: Duration,
+
+    /// Namespace of the Lease.
+    #[arg(
+        long = "leader-elect-resource-namespace",
+        value_name = "NS",
+        default_value = "kube-system"
+    )]
+    pub leader_elect_resource_namespace: String,
+
+    /// Name of the Lease.
+    #[arg(
+        long = "leader-elect-resource-name",
+        value_name = "NAME",
+        default_value = "cloud-controller-manager"
+    )]
+    pub leader_elect_resource_name: String,
+
+    /// Only `leases` is supported (accepted for compatibility).
+    #[arg(long = "leader-elect-resource-lock", value_name = "KIND", default_value = "leases", value_parser = ["leases"])]
+    pub leader_elect_resource_lock: String,
+
+    /// Address of /healthz, /readyz and /metrics.
+    #[arg(long = "bind-address", value_name = "IP", default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+
+    /// HTTPS port of /healthz, /readyz and /metrics; 0 disables.
+    #[arg(long = "secure-port", value_name = "PORT", default_value_t = 10258)]
+    pub secure_port: u16,
+
+    /// Serving certificate (PEM); default: a self-signed one.
+    #[arg(long = "tls-cert-file", value_name = "FILE", requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// Serving key (PEM).
+    #[arg(long = "tls-private-key-file", value_name = "FILE", requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// Cluster name (accepted; used in logs).
+    #[arg(long = "cluster-name", value_name = "NAME", default_value = "kubernetes")]
+    pub cluster_name: String,
+
+    /// Accepted for compatibility; this controller uses one client identity.
+    #[arg(long = "use-service-account-credentials", value_name = "BOOL", default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
+    pub use_service_account_credentials: bool,
+
+    /// Nodes initialized in parallel.
+    #[arg(long = "concurrent-node-syncs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrent_node_syncs: u32,
+
+    /// Period of the address refresh of all nodes (one server list per period).
+    #[arg(long = "node-status-update-frequency", value_name = "DURATION", default_value = "5m", value_parser = go_duration)]
+    pub node_status_update_frequency: Duration,
+
+    /// Period of the lifecycle check of NotReady nodes.
+    #[arg(long = "node-monitor-period", value_name = "DURATION", default_value = "5s", value_parser = go_duration)]
+    pub node_monitor_period: Duration,
+
+    /// Kubernetes API queries per second (accepted; kube-rs has no client-side limiter).
+    #[arg(long = "kube-api-qps", value_name = "QPS", default_value_t = 20.0)]
+    pub kube_api_qps: f32,
+
+    /// Kubernetes API burst (accepted, see --kube-api-qps).
+    #[arg(long = "kube-api-burst", value_name = "N", default_value_t = 30)]
+    pub kube_api_burst: u32,
+
+    /// Upstream flags this controller accepts and ignores (logged at start).
+    #[command(flatten)]
+    pub ignored: Ignored,
+
+    /// Log verbosity (0–10); `RUST_LOG` overrides.
+    #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
+    pub v: u8,
+}
+
+/// Flags that OpenShift's operator or the upstream manifests pass and that have no effect here
+/// (no route or service controller, no profiling endpoint, no feature gates); accepted so the
+/// binary is a drop-in, and each one given is named in a warning at start.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Ignored {
+    /// Accepted and ignored (no route controller).
+    #[arg(long = "configure-cloud-routes", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub configure_cloud_routes: Option<bool>,
+    /// Accepted and ignored (no route controller).
+    #[arg(long = "allocate-node-cidrs", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub allocate_node_cidrs: Option<bool>,
+    /// Accepted and ignored.
+    #[arg(long = "cluster-cidr", value_name = "CIDR")]
+    pub cluster_cidr: Option<String>,
+    /// Accepted and ignored.
+    #[arg(long = "feature-gates", value_name = "LIST")]
+    pub feature_gates: Option<String>,
+    /// Accepted and ignored (rustls uses its safe defaults).
+    #[arg(long = "tls-cipher-suites", value_name = "LIST")]
+    pub tls_cipher_suites: Option<String>,
+    /// Accepted and ignored (rustls offers TLS 1.2 and 1.3).
+    #[arg(long = "tls-min-version", value_name = "VERSION")]
+    pub tls_min_version: Option<String>,
+    /// Accepted and ignored (no service controller).
+    #[arg(long = "concurrent-service-syncs", value_name = "N", value_parser = clap::value_parser!(u32))]
+    pub concurrent_service_syncs: Option<u32>,
+    /// Accepted and ignored (address refresh is one batch).
+    #[arg(long = "concurrent-node-status-updates", value_name = "N", value_parser = clap::value_parser!(u32))]
+    pub concurrent_node_status_updates: Option<u32>,
+    /// Accepted and ignored.
+    #[arg(long = "min-resync-period", value_name = "DURATION", value_parser = go_duration)]
+    pub min_resync_period: Option<Duration>,
+    /// Accepted and ignored (no profiling endpoint).
+    #[arg(long = "profiling", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub profiling: Option<bool>,
+    /// Accepted and ignored.
+    #[arg(long = "authentication-kubeconfig", value_name = "FILE")]
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// Accepted and ignored.
+    #[arg(long = "authorization-kubeconfig", value_name = "FILE")]
+    pub authorization_kubeconfig: Option<PathBuf>,
+}
+
+impl Ignored {
+    /// The names of the ignored flags that were given.
+    pub fn given(&self) -> Vec<&'static str> {
+        let Self {
+            configure_cloud_routes,
+            allocate_node_cidrs,
+            cluster_cidr,
+            feature_gates,
+            tls_cipher_suites,
+            tls_min_version,
+            concurrent_service_syncs,
+            concurrent_node_status_updates,
+            min_resync_period,
+            profiling,
+            authentication_kubeconfig,
+            authorization_kubeconfig,
+        } = self;
+        [
+            ("--configure-cloud-routes", configure_cloud_routes.is_some()),
+            ("--allocate-node-cidrs", allocate_node_cidrs.is_some()),
+            ("--cluster-cidr", cluster_cidr.is_some()),
+            ("--feature-gates", feature_gates.is_some()),
+            ("--tls-cipher-suites", tls_cipher_suites.is_some()),
+            ("--tls-min-version", tls_min_version.is_some()),
+            ("--concurrent-service-syncs", concurrent_service_syncs.is_some()),
+            ("--concurrent-node-status-updates", concurrent_node_status_updates.is_some()),
+            ("--min-resync-period", min_resync_period.is_some()),
+            ("--profiling", profiling.is_some()),
+            ("--authentication-kubeconfig", authentication_kubeconfig.is_some()),
+            ("--authorization-kubeconfig", authorization_kubeconfig.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
+}
+
+/// Which controllers run, resolved from `--controllers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Controllers {
+    /// `cloud-node`.
+    pub node: bool,
+    /// `cloud-node-lifecycle`.
+    pub lifecycle: bool,
+}
+
+impl Flags {
+    /// Resolves `--controllers` as upstream: `*` enables the defaults, `-name` disables, a name enables.
+    pub fn controllers(&self) -> Controllers {
+        let star = self.controllers.iter().any(|c| c == "*");
+        let pick = |name: &str| {
+            let on = self.controllers.iter().any(|c| c == name);
+            let off = self.controllers.iter().any(|c| c.strip_prefix('-') == Some(name));
+            !off && (on || star)
+        };
+        Controllers { node: pick("cloud-node"), lifecycle: pick("cloud-node-lifecycle") }
+    }
+
+    /// Controllers named that this binary does not implement (`service`, `route`).
+    pub fn unsupported_controllers(&self) -> Vec<&str> {
+        let names = self.controllers.iter().map(String::as_str);
+        names.filter(|c| matches!(*c, "service" | "route")).collect()
+    }
+}
+
+fn cloud_provider(value: &str) -> Result<String, String> {
+    if value == "openstack" {
+        Ok(value.to_owned())
+    } else {
+        Err(format!("only \"openstack\" is supported, not {value:?}"))
+    }
+}
+
+const CONTROLLER_NAMES: &[&str] = &["*", "cloud-node", "cloud-node-lifecycle", "service", "route"];
+
+fn controller_name(value: &str) -> Result<String, String> {
+    let name = value.strip_prefix('-').unwrap_or(value);
+    if name != "*" && CONTROLLER_NAMES.contains(&name) || value == "*" {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "unknown controller {value:?} (known: *, cloud-node, cloud-node-lifecycle, service, route)"
+        ))
+    }
+}
+
+fn go_bool(value: &str) -> Result<bool, String> {
+    match value {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(format!("{value:?} is not a boolean")),
+    }
+}
+
+fn go_duration(value: &str) -> Result<Duration, String> {
+    crate::duration::parse(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
+        let mut argv = vec!["occm"];
+        argv.extend_from_slice(args);
+        Flags::try_parse_from(argv)
+    }
+
+    #[test]
+    fn defaults_match_upstream() {
+        let f = parse(&["--cloud-provider=openstack"]).unwrap();
+        assert!(f.leader_elect);
+        assert_eq!(f.leader_elect_lease_duration, Duration::from_secs(15));
+        assert_eq!(f.leader_elect_renew_deadline, Duration::from_secs(10));
+        assert_eq!(f.leader_elect_retry_period, Duration::from_secs(2));
+        assert_eq!(f.leader_elect_resource_namespace, "kube-system");
+        assert_eq!(f.leader_elect_resource_name, "cloud-controller-manager");
+        assert_eq!(f.secure_port, 10258);
+        assert_eq!(f.bind_address.to_string(), "0.0.0.0");
+        assert_eq!(f.node_status_update_frequency, Duration::from_secs(300));
+        assert_eq!(f.node_monitor_period, Duration::from_secs(5));
+        assert_eq!(f.concurrent_node_syncs, 1);
+        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: true });
+    }
+
+    #[test]
+    fn go_style_values_are_accepted() {
+        let f = parse(&[
+            "--cloud-provider=openstack",
+            "--leader-elect=false",
+            "--use-service-account-credentials",
+            "--v=2",
+            "--controllers=*,-cloud-node-lifecycle",
+            "--node-monitor-period=1m30s",
+        ])
+        .unwrap();
+        assert!(!f.leader_elect);
+        assert!(f.use_service_account_credentials);
+        assert_eq!(f.v, 2);
+        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false });
+        assert_eq!(f.node_monitor_period, Duration::from_secs(90));
+        assert_eq!(parse(&["--cloud-provider=openstack", "-v", "4"]).unwrap().v, 4);
+    }
+
+    #[test]
+    fn unknown_flag_and_bad_values_name_the_flag() {
+        let err = parse(&["--cloud-provider=openstack", "--no-such-flag"]).unwrap_err().to_string();
+        assert!(err.contains("--no-such-flag"), "{err}");
+        let err = parse(&["--cloud-provider=openstack", "--node-monitor-period=5"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--node-monitor-period") && err.contains("missing unit"), "{err}");
+        let err = parse(&["--cloud-provider=aws"]).unwrap_err().to_string();
+        assert!(err.contains("--cloud-provider"), "{err}");
+        let err = parse(&["--cloud-provider=openstack", "--controllers=cloud-nod"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--controllers") && err.contains("cloud-nod"), "{err}");
+        let err =
+            parse(&["--cloud-provider=openstack", "--leader-elect=maybe"]).unwrap_err().to_string();
+        assert!(err.contains("--leader-elect"), "{err}");
+        assert!(parse(&[]).is_err(), "--cloud-provider is required");
+        assert!(parse(&["--check-config"]).is_ok());
+    }
+
+    #[test]
+    fn openshift_operator_flags_are_accepted_and_reported_as_ignored() {
+        let f = parse(&[
+            "--cloud-provider=openstack",
+            "--configure-cloud-routes=false",
+            "--use-service-account-credentials=true",
+            "--feature-gates=CloudDualStackNodeIPs=true",
+            "--tls-min-version=VersionTLS12",
+            "--leader-elect-lease-duration=137s",
+            "--secure-port=0",
+        ])
+        .unwrap();
+        assert_eq!(
+            f.ignored.given(),
+            ["--configure-cloud-routes", "--feature-gates", "--tls-min-version"]
+        );
+        assert_eq!(f.secure_port, 0);
+    }
+
+    #[test]
+    fn only_named_controllers_run_without_star() {
+        let f = parse(&["--cloud-provider=openstack", "--controllers=cloud-node,route"]).unwrap();
+        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false });
+        assert_eq!(f.unsupported_controllers(), vec!["route"]);
+    }
+}

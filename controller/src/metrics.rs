@@ -1,0 +1,156 @@
+//! The prometheus-client registry: every OpenStack call, reconcile results and readiness.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Labels of one OpenStack call; values are fixed strings, never object data.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallLabels {
+    /// `compute`, `network`, `identity`.
+    pub service: &'static str,
+    /// `server_get`, `server_list`, `port_list`, …
+    pub operation: &'static str,
+    /// `ok` or an error kind.
+    pub result: &'static str,
+}
+
+/// Labels of a call's latency.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OperationLabels {
+    /// Service.
+    pub service: &'static str,
+    /// Operation.
+    pub operation: &'static str,
+}
+
+/// Labels of a reconcile outcome.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileLabels {
+    /// `cloud-node` or `cloud-node-lifecycle`.
+    pub controller: &'static str,
+    /// `initialized`, `deleted`, `tainted`, `error_<kind>`, …
+    pub result: &'static str,
+}
+
+/// Every metric, and the registry that encodes them.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    latency: Family<OperationLabels, Histogram, fn() -> Histogram>,
+    reconciles: Family<ReconcileLabels, Counter>,
+    openstack_connected: Gauge,
+    leader: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("occm");
+        let calls = Family::<CallLabels, Counter>::default();
+        registry.register(
+            "openstack_api_requests",
+            "OpenStack API calls by service, operation and result",
+            calls.clone(),
+        );
+        let latency = Family::<OperationLabels, Histogram>::new_with_constructor(
+            (|| Histogram::new(exponential_buckets(0.005, 2.0, 14))) as fn() -> Histogram,
+        );
+        registry.register(
+            "openstack_api_request_duration_seconds",
+            "OpenStack API call latency",
+            latency.clone(),
+        );
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        registry.register(
+            "reconciles",
+            "Node reconciles by controller and result",
+            reconciles.clone(),
+        );
+        let openstack_connected = Gauge::default();
+        registry.register(
+            "openstack_connected",
+            "1 when an OpenStack session is established",
+            openstack_connected.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register("leader", "1 while this process holds the lease", leader.clone());
+        Metrics { registry, calls, latency, reconciles, openstack_connected, leader }
+    }
+}
+
+impl Metrics {
+    /// A shared registry.
+    pub fn shared() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Counts one OpenStack call.
+    pub fn call(
+        &self,
+        service: &'static str,
+        operation: &'static str,
+        result: &'static str,
+        took: Duration,
+    ) {
+        self.calls.get_or_create(&CallLabels { service, operation, result }).inc();
+        self.latency
+            .get_or_create(&OperationLabels { service, operation })
+            .observe(took.as_secs_f64());
+    }
+
+    /// How many calls were counted with these labels (for tests and logs).
+    pub fn calls(
+        &self,
+        service: &'static str,
+        operation: &'static str,
+        result: &'static str,
+    ) -> u64 {
+        self.calls.get_or_create(&CallLabels { service, operation, result }).get()
+    }
+
+    /// Counts one reconcile outcome.
+    pub fn reconcile(&self, controller: &'static str, result: &'static str) {
+        self.reconciles.get_or_create(&ReconcileLabels { controller, result }).inc();
+    }
+
+    /// Records whether the OpenStack session is up.
+    pub fn set_connected(&self, up: bool) {
+        self.openstack_connected.set(i64::from(up));
+    }
+
+    /// Records leadership.
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.set(i64::from(leader));
+    }
+
+    /// OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_encoded_with_service_operation_and_result() {
+        let metrics = Metrics::default();
+        metrics.call("compute", "server_list", "ok", Duration::from_millis(20));
+        let text = metrics.encode();
+        assert!(
+            text.contains(r#"occm_openstack_api_requests_total{service="compute",operation="server_list",result="ok"} 1"#),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! `/healthz`, `/readyz` and `/metrics` over HTTPS (self-signed rcgen certificate unless files are given).
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+
+use crate::metrics::Metrics;
+
+/// An error setting up TLS.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A certificate or key file could not be read.
+    #[error("cannot read {path}")]
+    Pem {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    /// The self-signed certificate could not be made.
+    #[error("cannot generate a self-signed certificate")]
+    Generate(#[source] rcgen::Error),
+    /// rustls refused the certificate and key.
+    #[error("invalid serving certificate or key")]
+    Tls(#[source] rustls::Error),
+}
+
+/// What the endpoints report.
+#[derive(Clone)]
+pub struct Health {
+    /// Readiness: OpenStack session established (and credentials loaded).
+    pub ready: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// The metrics registry.
+    pub metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Health").field("ready", &(self.ready)()).finish_non_exhaustive()
+    }
+}
+
+/// The routes.
+pub fn router(health: Health) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .with_state(health)
+}
+
+async fn readyz(State(health): State<Health>) -> impl IntoResponse {
+    if (health.ready)() {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "openstack: not connected")
+    }
+}
+
+async fn metrics(State(health): State<Health>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        health.metrics.encode(),
+    )
+}
+
+/// TLS settings: the given PEM files, or a fresh self-signed certificate for `localhost` and `bind`.
+pub fn tls_config(
+    files: Option<(&Path, &Path)>,
+    bind: IpAddr,
+) -> Result<Arc<rustls::ServerConfig>, Error> {
+    let (certs, key) = match files {
+        Some((cert, key)) => {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+                .map_err(pem(cert))?
+                .collect::<Result<_, _>>()
+                .map_err(pem(cert))?;
+            (certs, PrivateKeyDer::from_pem_file(key).map_err(pem(key))?)
+        }
+        None => {
+            let mut names = vec!["localhost".to_owned()];
+            if !bind.is_unspecified() {
+                names.push(bind.to_string());
+            }
+            let generated = rcgen::generate_simple_self_signed(names).map_err(Error::Generate)?;
+            let key = PrivateKeyDer::Pkcs8(generated.signing_key.serialize_der().into());
+            (vec![generated.cert.der().clone()], key)
+        }
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(Error::Tls)?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(Error::Tls)?;
+    Ok(Arc::new(config))
+}
+
+fn pem(path: &Path) -> impl Fn(rustls::pki_types::pem::Error) -> Error + '_ {
+    move |source| Error::Pem { path: path.display().to_string(), source }
+}
+
+/// Serves HTTPS until accepting fails; each connection runs in its own task.
+pub async fn serve(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    router: Router,
+) -> std::io::Error {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => return error,
+        };
+        let acceptor = acceptor.clone();
+        let service = TowerToHyperService::new(router.clone());
+        tokio::spawn(async move {
+            let stream = match acceptor.accept(stream).await {
+                Ok(stream) => stream,
+                Err(error) => {
+                    tracing::debug!(%peer, %error, "TLS handshake failed");
+                    return;
+                }
+            };
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(error) = connection.await {
+                tracing::debug!(%peer, %error, "connection ended with an error");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[tokio::test]
+    async fn endpoints_answer_over_tls_and_readyz_follows_readiness() {
+        let ready = Arc::new(AtomicBool::new(false));
+        let flag = ready.clone();
+        let metrics = Metrics::shared();
+        metrics.call("compute", "server_get", "ok", std::time::Duration::from_millis(3));
+        let health = Health { ready: Arc::new(move || flag.load(Ordering::SeqCst)), metrics };
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let tls = tls_config(None, addr.ip()).unwrap();
+        tokio::spawn(serve(listener, tls, router(health)));
+        let client = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
+        let get = |path: &str| client.get(format!("https://{addr}{path}")).send();
+        assert_eq!(get("/healthz").await.unwrap().status(), 200);
+        assert_eq!(get("/readyz").await.unwrap().status(), 503);
+        ready.store(true, Ordering::SeqCst);
+        assert_eq!(get("/readyz").await.unwrap().status(), 200);
+        let text = get("/metrics").await.unwrap().text().await.unwrap();
+        assert!(text.contains("occm_openstack_api_requests_total{service=\"compute\",operation=\"server_get\",result=\"ok\"} 1"), "{text}");
+        let plain = reqwest::get(format!("http://{addr}/healthz")).await;
+        assert!(
+            plain.is_err() || !plain.unwrap().status().is_success(),
+            "plain HTTP is not served"
+        );
+    }
+}

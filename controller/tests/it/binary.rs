@@ -1,0 +1,82 @@
+//! The real binary: flags, `--check-config`, and a start with Keystone unreachable.
+
+use std::process::Command;
+use std::time::Duration;
+
+use occm::kube::fake::FakeApiServer;
+
+use crate::support::{BIN, Process, free_port, https, kubeconfig};
+
+#[test]
+fn unknown_flag_fails_naming_it() {
+    let out =
+        Command::new(BIN).args(["--cloud-provider=openstack", "--no-such-flag"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-such-flag"));
+}
+
+#[test]
+fn check_config_prints_redacted_config_and_exits_by_validity() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.conf");
+    std::fs::write(&good, "[Global]\nauth-url = http://k:5000/v3\nusername = u\npassword = \"s3cr;t\"\ntenant-name = p\n").unwrap();
+    let out =
+        Command::new(BIN).args(["--check-config", "--cloud-config"]).arg(&good).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("password = <redacted>") && !stdout.contains("s3cr"), "{stdout}");
+    let bad = dir.path().join("bad.conf");
+    std::fs::write(
+        &bad,
+        "[Global]\nauth-url = http://k:5000/v3\npassword = x\n[Metadata]\nrequest-timeout = 60\n",
+    )
+    .unwrap();
+    let out =
+        Command::new(BIN).args(["--check-config", "--cloud-config"]).arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[Metadata] request-timeout: \"60\" is not a duration"), "{stderr}");
+}
+
+#[tokio::test]
+async fn keystone_unreachable_at_start_keeps_the_process_up_and_not_ready() {
+    let fake = FakeApiServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("cloud.conf");
+    let keystone = free_port();
+    std::fs::write(
+        &conf,
+        format!("[Global]\nauth-url = http://127.0.0.1:{keystone}/v3\nusername = u\npassword = fixture-pass-4711\ntenant-name = p\n"),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut process = Process::start(&[
+        "--cloud-provider=openstack".into(),
+        format!("--cloud-config={}", conf.display()),
+        format!("--kubeconfig={}", kubeconfig(dir.path(), &fake.url()).display()),
+        "--bind-address=127.0.0.1".into(),
+        format!("--secure-port={port}"),
+        "--leader-elect-retry-period=100ms".into(),
+    ]);
+    process.wait_line("cannot authenticate to OpenStack", Duration::from_secs(20)).await;
+    process.wait_line("acquired lease", Duration::from_secs(20)).await;
+    let client = https();
+    let get = |path: &str| client.get(format!("https://127.0.0.1:{port}{path}")).send();
+    assert_eq!(get("/healthz").await.unwrap().status(), 200);
+    assert_eq!(get("/readyz").await.unwrap().status(), 503);
+    let metrics = get("/metrics").await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("occm_openstack_api_requests_total{service=\"identity\",operation=\"authenticate\",result=\"connection\"}"), "{metrics}");
+    let lease = fake
+        .get("coordination.k8s.io/v1", "leases", "kube-system", "cloud-controller-manager")
+        .unwrap();
+    assert!(lease["spec"]["holderIdentity"].as_str().is_some_and(|h| !h.is_empty()));
+    assert_eq!(process.terminate().await, Some(0), "SIGTERM is a clean exit");
+    let lease = fake
+        .get("coordination.k8s.io/v1", "leases", "kube-system", "cloud-controller-manager")
+        .unwrap();
+    assert!(
+        lease["spec"].get("holderIdentity").is_none(),
+        "the lease is released on exit: {lease}"
+    );
+    assert!(!process.log().contains("fixture-pass-4711"), "a password reached the log");
+}

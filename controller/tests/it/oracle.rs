@@ -1,0 +1,154 @@
+//! The upstream CCM's own parser as an oracle: Debian's gcfg 1.2.3 decoding into a mirror of the
+//! OCCM Config (tests/oracle/main.go) checks every key of our table, its type and the
+//! fatal / non-fatal split (DESIGN §8). Ignored by default: it needs Debian's golang-1.19-go and
+//! golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh installs them).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use occm::config::keys::{self, Kind};
+use occm::config::{Checked, check_text};
+use serde_json::Value;
+
+const GO: &str = "/usr/lib/go-1.19/bin/go";
+
+fn oracle() -> &'static PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        assert!(
+            std::path::Path::new(GO).exists() && std::path::Path::new("/usr/share/gocode/src/gopkg.in/gcfg.v1").exists(),
+            "{GO} or gcfg sources missing: install golang-1.19-go golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"
+        );
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("occm-config-oracle");
+        let out = dir.join("oracle");
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oracle/main.go");
+        let status = Command::new(GO)
+            .args(["build", "-o"])
+            .arg(&out)
+            .arg(src)
+            .env("GO111MODULE", "off")
+            .env("GOPATH", "/usr/share/gocode")
+            .env("GOPROXY", "off")
+            .env("GOFLAGS", "")
+            .env("GOCACHE", dir.join("go-cache"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "go build {src} failed");
+        out
+    })
+}
+
+/// Upstream's decode: Ok(JSON) or Err(fatal message).
+fn upstream(text: &str) -> Result<Value, String> {
+    let mut child = Command::new(oracle())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    if output.status.success() {
+        Ok(serde_json::from_slice(&output.stdout).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+fn ours(text: &str) -> Checked {
+    check_text(text, "cloud.conf").unwrap()
+}
+
+fn sample(key: &keys::Key) -> &'static str {
+    match (key.name, key.kind) {
+        ("os-endpoint-type", _) => "internal",
+        ("lb-version", _) => "v2",
+        ("search-order", _) => "configDrive",
+        ("address-sort-order", _) => "10.0.0.0/8",
+        (_, Kind::Bool) => "true",
+        (_, Kind::Duration) => "7s",
+        (_, Kind::Uint | Kind::Int) => "4",
+        _ => "a value;with \"quotes\"",
+    }
+}
+
+#[test]
+#[ignore = "needs Debian's golang-1.19-go and golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"]
+fn every_key_of_our_table_is_an_upstream_key_and_reads_the_same() {
+    let mut text = String::new();
+    for section in keys::SECTIONS {
+        text.push_str(&format!("[{section}]\n"));
+        for key in keys::KEYS.iter().filter(|k| k.section == *section) {
+            let value = ccm_quote(sample(key));
+            text.push_str(&format!("{} = {value}\n", key.name));
+            if key.kind == Kind::List {
+                text.push_str(&format!("{} = second\n", key.name));
+            }
+        }
+    }
+    text.push_str("[LoadBalancerClass \"gold\"]\n");
+    for key in keys::LB_CLASS {
+        text.push_str(&format!("{} = {}\n", key.name, ccm_quote(sample(key))));
+    }
+    let go =
+        upstream(&text).unwrap_or_else(|e| panic!("upstream gcfg refused our keys: {e}\n{text}"));
+    let rust = ours(&text);
+    assert_eq!(rust.errors(), Vec::<String>::new());
+    for key in keys::KEYS {
+        let theirs = &go[key.section][key.name];
+        let mine = rust.values.all(key.section, key.name);
+        let expected = match theirs {
+            Value::String(s) => vec![s.clone()],
+            Value::Bool(b) => vec![b.to_string()],
+            Value::Number(n) => vec![n.to_string()],
+            Value::Array(items) => items.iter().map(|i| i.as_str().unwrap().to_owned()).collect(),
+            other => panic!("{}.{}: unexpected {other}", key.section, key.name),
+        };
+        assert_eq!(mine, expected.as_slice(), "[{}] {}", key.section, key.name);
+    }
+    for key in keys::LB_CLASS {
+        let theirs = go["LoadBalancerClass"]["gold"][key.name].as_str().unwrap();
+        assert_eq!(
+            rust.values.class_get("gold", key.name),
+            Some(theirs),
+            "[LoadBalancerClass] {}",
+            key.name
+        );
+    }
+}
+
+fn ccm_quote(value: &str) -> String {
+    ccm_assets::formats::gcfg::quote(value).into_owned()
+}
+
+#[test]
+#[ignore = "needs Debian's golang-1.19-go and golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"]
+fn fatal_errors_are_our_errors_and_unknown_names_are_our_warnings() {
+    let fatal = [
+        "[LoadBalancer]\nmonitor-delay = 5\n",
+        "[Metadata]\nrequest-timeout = 1x\n",
+        "[LoadBalancer]\nenabled = maybe\n",
+        "[LoadBalancer]\nmax-shared-lb = many\n",
+        "[LoadBalancer]\nmonitor-max-retries = -1\n",
+        "[Networking]\nipv6-support-disabled = 2\n",
+    ];
+    for text in fatal {
+        assert!(upstream(text).is_err(), "upstream accepted {text:?}");
+        assert!(!ours(text).errors().is_empty(), "we accepted {text:?}");
+    }
+    let warnings = [
+        "[Global]\nauth-ulr = http://k/v3\n",
+        "[LoadBalancer]\nuse-octavia = true\n",
+        "[BlockStorage]\nbs-version = v3\n",
+        "[global]\nREGION = r\n",
+    ];
+    for text in warnings {
+        assert!(upstream(text).is_ok(), "upstream refused {text:?}");
+        assert!(ours(text).errors().is_empty(), "we refused {text:?}");
+    }
+    let comment = "[Global]\nregion = Region#1\n";
+    assert_eq!(upstream(comment).unwrap()["Global"]["region"], "Region");
+    assert_eq!(ours(comment).values.get("Global", "region"), Some("Region"));
+}
