@@ -69,6 +69,8 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         concurrent_node_syncs,
         node_status_update_frequency,
         node_monitor_period,
+        kube_api_qps,
+        kube_api_burst,
         ..
     } = flags;
 
@@ -109,7 +111,12 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         ("openstack-connect", Ok(()))
     });
 
-    let client = k8s::client(kubeconfig.as_deref()).await?;
+    let limit = k8s::RateLimit::from_flags(kube_api_qps, kube_api_burst);
+    match limit {
+        Some(l) => tracing::info!(qps = l.qps(), burst = l.burst(), "Kubernetes API rate limit"),
+        None => tracing::info!(qps = kube_api_qps, "Kubernetes API rate limit off (negative qps)"),
+    }
+    let client = k8s::client(kubeconfig.as_deref(), limit).await?;
     match (&cfg.global.secret_name, &cfg.global.secret_namespace) {
         (Some(name), Some(namespace)) => {
             let (client, name, namespace, target) =

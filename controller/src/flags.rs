@@ -108,11 +108,22 @@ pub struct Flags {
     #[arg(long = "node-monitor-period", value_name = "DURATION", default_value = "5s", value_parser = go_duration)]
     pub node_monitor_period: Duration,
 
-    /// Kubernetes API queries per second (accepted; kube-rs has no client-side limiter).
-    #[arg(long = "kube-api-qps", value_name = "QPS", default_value_t = 20.0)]
+    /// Kubernetes API requests per second, on average.
+    ///
+    /// A client-side token bucket, as client-go's: every request to the API server takes a token;
+    /// tokens refill at this rate up to --kube-api-burst. 0 means client-go's default (5); a
+    /// negative value turns the limit off.
+    #[arg(
+        long = "kube-api-qps",
+        value_name = "QPS",
+        default_value_t = 20.0,
+        allow_negative_numbers = true
+    )]
     pub kube_api_qps: f32,
 
-    /// Kubernetes API burst (accepted, see --kube-api-qps).
+    /// Kubernetes API requests sent at once before --kube-api-qps paces them.
+    ///
+    /// The token bucket's size; 0 means client-go's default (10).
     #[arg(long = "kube-api-burst", value_name = "N", default_value_t = 30)]
     pub kube_api_burst: u32,
 
@@ -291,6 +302,9 @@ mod tests {
         assert_eq!(f.node_monitor_period, Duration::from_secs(5));
         assert_eq!(f.concurrent_node_syncs, 1);
         assert_eq!(f.controllers(), Controllers { node: true, lifecycle: true });
+        assert_eq!((f.kube_api_qps, f.kube_api_burst), (20.0, 30));
+        let off = parse(&["--cloud-provider=openstack", "--kube-api-qps", "-1"]).unwrap();
+        assert_eq!(off.kube_api_qps, -1.0);
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub enum Kind {
     List,
     /// gcfg boolean: `true/false/yes/no/on/off/1/0`, a bare key is true.
     Bool,
+    /// A boolean that upstream declares as a Go string (`tls-insecure`): checked as [`Kind::Bool`],
+    /// but a bare key is an error, as gcfg says for a string.
+    TextBool,
     /// Go `time.ParseDuration` text: the unit is required (`5s`).
     Duration,
     /// A non-negative integer.
@@ -42,7 +45,7 @@ const fn s(section: &'static str, name: &'static str) -> Key {
     Key { section, name, kind: Kind::Text, default: None, secret: true }
 }
 
-use Kind::{Bool, Duration, Int, List, Text, Uint};
+use Kind::{Bool, Duration, Int, List, Text, TextBool, Uint};
 
 /// `[LoadBalancerClass "name"]` keys.
 pub const LB_CLASS: &[Key] = &[
@@ -75,7 +78,7 @@ pub const KEYS: &[Key] = &[
     k("Global", "region", Text),
     k("Global", "os-endpoint-type", Text),
     k("Global", "ca-file", Text),
-    d("Global", "tls-insecure", Bool, "false"),
+    d("Global", "tls-insecure", TextBool, "false"),
     s("Global", "token"),
     k("Global", "cert-file", Text),
     k("Global", "key-file", Text),

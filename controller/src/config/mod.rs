@@ -224,14 +224,20 @@ pub fn check(document: &Document) -> Checked {
                 )));
                 continue;
             };
+            let slot = Values::slot(canonical, section.subsection.as_deref(), key.name);
             let raw = entry.value.as_deref();
+            if raw.is_none() && key.kind == Kind::List {
+                // gcfg 1.2.3 (`set`): a blank value resets a multi-valued variable to empty.
+                values.map.remove(&slot);
+                continue;
+            }
             let value = match normalize(key.kind, raw) {
                 Ok(value) => value,
                 Err(problem) => {
-                    let shown = if key.secret {
-                        "<redacted>".to_owned()
-                    } else {
-                        format!("{:?}", raw.unwrap_or(""))
+                    let shown = match raw {
+                        None => "blank value (no \"=\")".to_owned(),
+                        Some(_) if key.secret => "<redacted>".to_owned(),
+                        Some(text) => format!("{text:?}"),
                     };
                     diagnostics.push(Diagnostic {
                         severity: Severity::Error,
@@ -243,7 +249,6 @@ pub fn check(document: &Document) -> Checked {
                     continue;
                 }
             };
-            let slot = Values::slot(canonical, section.subsection.as_deref(), key.name);
             let list = values.map.entry(slot).or_default();
             if key.kind == Kind::List {
                 list.push(value);
@@ -307,17 +312,22 @@ pub(crate) fn semantic_checks(checked: &mut Checked) {
     checked.diagnostics.extend(found);
 }
 
-/// Validates one value and returns its canonical text.
+/// Validates one value and returns its canonical text. A blank value (a bare `key`, no `=`)
+/// follows gcfg 1.2.3: `true` for a bool, "blank value not supported for type" (fatal) for
+/// every other scalar; the caller resets a list.
 fn normalize(kind: Kind, raw: Option<&str>) -> std::result::Result<String, String> {
     let Some(text) = raw else {
         return match kind {
             Kind::Bool => Ok("true".to_owned()),
-            _ => Ok(String::new()),
+            Kind::Text | Kind::List => Err("is not supported for a text key".to_owned()),
+            Kind::TextBool => Err("is not supported: upstream reads this key as text".to_owned()),
+            Kind::Duration => Err("is not supported for a duration key".to_owned()),
+            Kind::Uint | Kind::Int => Err("is not supported for an integer key".to_owned()),
         };
     };
     match kind {
         Kind::Text | Kind::List => Ok(text.to_owned()),
-        Kind::Bool => parse_bool(text)
+        Kind::Bool | Kind::TextBool => parse_bool(text)
             .map(|b| b.to_string())
             .ok_or_else(|| "is not a boolean (true or false)".to_owned()),
         Kind::Duration => crate::duration::parse(text)
@@ -333,7 +343,7 @@ fn normalize(kind: Kind, raw: Option<&str>) -> std::result::Result<String, Strin
     }
 }
 
-/// gcfg's boolean words (an empty value, as in `key =`, is false... gcfg treats it as an error; we do too).
+/// gcfg's boolean words, case-insensitive; an empty value (`key =`) is none of them, as in gcfg.
 pub(crate) fn parse_bool(text: &str) -> Option<bool> {
     match text.to_ascii_lowercase().as_str() {
         "true" | "yes" | "on" | "1" => Some(true),

@@ -142,6 +142,47 @@ fn non_boolean_and_non_integer_values_are_errors() {
     assert!(errors[0].contains("[Global] tls-insecure: \"maybe\" is not a boolean"));
 }
 
+/// gcfg 1.2.3 (`set`): a bare `key` (no `=`) is `true` for a bool and resets a list.
+#[test]
+fn blank_value_is_true_for_a_bool_and_resets_a_list() {
+    let c = checked(
+        "[Networking]\npublic-network-name = a\npublic-network-name = b\npublic-network-name\n\
+         public-network-name = c\ninternal-network-name = i\nInternal-Network-Name\n\
+         ipv6-support-disabled\n[LoadBalancer]\ncreate-monitor\n[Networking]\npublic-network-name = d\n",
+    );
+    assert_eq!(c.diagnostics, vec![], "{:?}", messages(&c));
+    let config = c.config("x").unwrap();
+    assert_eq!(config.networking.public_network_names, ["c", "d"]);
+    assert_eq!(config.networking.internal_network_names, Vec::<String>::new());
+    assert!(config.networking.ipv6_support_disabled && config.load_balancer.create_monitor);
+    let out = render::effective(&c.values);
+    assert!(!out.contains("internal-network-name"), "{out}");
+}
+
+/// gcfg 1.2.3 fails the whole read with "blank value not supported for type" for a string,
+/// integer or duration (a `TextUnmarshaler`), and for `tls-insecure`, a Go string upstream.
+#[test]
+fn blank_value_on_a_text_duration_or_integer_key_is_an_error_naming_section_and_key() {
+    let c = checked(
+        "[Global]\nregion\npassword\ntls-insecure\n[LoadBalancer]\nmonitor-delay\n\
+         max-shared-lb\n[LoadBalancerClass \"gold\"]\nnetwork-id\n",
+    );
+    let blank = "blank value (no \"=\") is not supported";
+    assert_eq!(
+        c.errors(),
+        [
+            format!("line 2: [Global] region: {blank} for a text key"),
+            format!("line 3: [Global] password: {blank} for a text key"),
+            format!("line 4: [Global] tls-insecure: {blank}: upstream reads this key as text"),
+            format!("line 6: [LoadBalancer] monitor-delay: {blank} for a duration key"),
+            format!("line 7: [LoadBalancer] max-shared-lb: {blank} for an integer key"),
+            format!("line 9: [LoadBalancerClass] network-id: {blank} for a text key"),
+        ]
+    );
+    let err = c.config("cloud.conf").unwrap_err().to_string();
+    assert!(err.starts_with("cloud.conf: 6 error(s): line 2: [Global] region: blank"), "{err}");
+}
+
 #[test]
 fn a_bad_secret_value_is_never_echoed() {
     let c = checked("[Global]\nos-endpoint-type = sideways\n");
@@ -244,7 +285,7 @@ fn every_key_of_the_table_is_accepted_and_printed() {
         ("lb-version", _) => "v2",
         ("search-order", _) => "configDrive",
         ("address-sort-order", _) => "10.0.0.0/8",
-        (_, keys::Kind::Bool) => "true",
+        (_, keys::Kind::Bool | keys::Kind::TextBool) => "true",
         (_, keys::Kind::Duration) => "7s",
         (_, keys::Kind::Uint | keys::Kind::Int) => "4",
         _ => "some-value",

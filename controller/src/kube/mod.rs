@@ -1,9 +1,12 @@
 //! The Kubernetes side: client construction, Node patches and events; `fake` is the test API server.
 
 pub mod fake;
+pub mod rate_limit;
 pub mod secret;
 
 use std::path::Path;
+
+pub use rate_limit::RateLimit;
 
 /// An error building the Kubernetes client.
 #[derive(Debug, thiserror::Error)]
@@ -25,8 +28,12 @@ pub enum Error {
     Client(#[source] ::kube::Error),
 }
 
-/// A client from `--kubeconfig`, else the in-cluster config (service account).
-pub async fn client(kubeconfig: Option<&Path>) -> Result<::kube::Client, Error> {
+/// A client from `--kubeconfig`, else the in-cluster config (service account), whose every
+/// request passes `limit` (`--kube-api-qps`/`--kube-api-burst`; `None`: no limit).
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    limit: Option<RateLimit>,
+) -> Result<::kube::Client, Error> {
     let config = match kubeconfig {
         Some(path) => {
             let err = |source| Error::Kubeconfig { path: path.display().to_string(), source };
@@ -40,5 +47,14 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<::kube::Client, Error> 
         }
         None => ::kube::Config::incluster().map_err(Error::InCluster)?,
     };
-    ::kube::Client::try_from(config).map_err(Error::Client)
+    build(config, limit)
+}
+
+/// A client for `config`: kube-rs's default service stack under the rate limit, if any.
+pub fn build(config: ::kube::Config, limit: Option<RateLimit>) -> Result<::kube::Client, Error> {
+    let builder = ::kube::client::ClientBuilder::try_from(config).map_err(Error::Client)?;
+    Ok(match limit {
+        Some(limit) => builder.with_layer(&limit).build(),
+        None => builder.build(),
+    })
 }

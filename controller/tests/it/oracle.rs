@@ -67,7 +67,7 @@ fn sample(key: &keys::Key) -> &'static str {
         ("lb-version", _) => "v2",
         ("search-order", _) => "configDrive",
         ("address-sort-order", _) => "10.0.0.0/8",
-        (_, Kind::Bool) => "true",
+        (_, Kind::Bool | Kind::TextBool) => "true",
         (_, Kind::Duration) => "7s",
         (_, Kind::Uint | Kind::Int) => "4",
         _ => "a value;with \"quotes\"",
@@ -151,4 +151,60 @@ fn fatal_errors_are_our_errors_and_unknown_names_are_our_warnings() {
     let comment = "[Global]\nregion = Region#1\n";
     assert_eq!(upstream(comment).unwrap()["Global"]["region"], "Region");
     assert_eq!(ours(comment).values.get("Global", "region"), Some("Region"));
+}
+
+/// gcfg's value as our list of raw values (a Go nil slice, as after a reset, is `null`).
+fn as_values(value: &Value) -> Vec<String> {
+    match value {
+        Value::Null => Vec::new(),
+        Value::String(s) => vec![s.clone()],
+        Value::Bool(b) => vec![b.to_string()],
+        Value::Number(n) => vec![n.to_string()],
+        Value::Array(items) => items.iter().map(|i| i.as_str().unwrap().to_owned()).collect(),
+        other => panic!("unexpected {other}"),
+    }
+}
+
+#[test]
+#[ignore = "needs Debian's golang-1.19-go and golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"]
+fn a_blank_value_of_every_key_is_fatal_or_read_exactly_as_upstream_reads_it() {
+    for key in keys::KEYS {
+        let text = format!("[{}]\n{}\n", key.section, key.name);
+        let rust = ours(&text);
+        match upstream(&text) {
+            Err(fatal) => {
+                assert!(fatal.contains("blank value not supported"), "{text:?}: {fatal}");
+                let errors = rust.errors();
+                let want = format!("line 2: [{}] {}: blank value", key.section, key.name);
+                assert!(errors.len() == 1 && errors[0].starts_with(&want), "{text:?}: {errors:?}");
+            }
+            Ok(go) => {
+                assert_eq!(rust.errors(), Vec::<String>::new(), "{text:?}");
+                let theirs = as_values(&go[key.section][key.name]);
+                assert_eq!(rust.values.all(key.section, key.name), theirs, "{text:?}");
+            }
+        }
+    }
+    for key in keys::LB_CLASS {
+        let text = format!("[LoadBalancerClass \"gold\"]\n{}\n", key.name);
+        assert!(upstream(&text).is_err_and(|e| e.contains("blank value not supported")));
+        assert!(ours(&text).errors()[0].contains("blank value"), "{text:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs Debian's golang-1.19-go and golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"]
+fn a_blank_list_value_resets_the_list_as_upstream_does() {
+    let text = "[Networking]\npublic-network-name = a\npublic-network-name = b\n\
+                PUBLIC-NETWORK-NAME\npublic-network-name = c\n\
+                internal-network-name = i\ninternal-network-name\n\
+                [networking]\npublic-network-name = d\n";
+    let go = upstream(text).unwrap();
+    let rust = ours(text);
+    assert_eq!(rust.errors(), Vec::<String>::new());
+    for key in ["public-network-name", "internal-network-name"] {
+        let theirs = as_values(&go["Networking"][key]);
+        assert_eq!(rust.values.all("Networking", key), theirs, "{key}");
+    }
+    assert_eq!(rust.values.all("Networking", "public-network-name"), ["c", "d"]);
 }
