@@ -35,6 +35,16 @@ const STATIC: &[(&str, &str)] = &[
         "06-creds-reader-rolebinding.yaml",
         include_str!("../../data/openstack/ccm/06-creds-reader-rolebinding.yaml"),
     ),
+    // The bootstrap CCM watches the credentials Secret (list + watch by name) to follow a
+    // rotation; the installer's reader Role only grants `get`.
+    (
+        "07-creds-watcher-role.yaml",
+        include_str!("../../data/openstack/ccm/07-creds-watcher-role.yaml"),
+    ),
+    (
+        "08-creds-watcher-rolebinding.yaml",
+        include_str!("../../data/openstack/ccm/08-creds-watcher-rolebinding.yaml"),
+    ),
 ];
 
 const CLOUD_CONF_PATH: &str = "manifests/ccm/10-cloud-conf.yaml";
