@@ -2,6 +2,7 @@
 //! and (ignored by default) the real Keystone, Nova and Neutron of scripts/openstack-up.sh.
 
 mod binary;
+mod end_to_end;
 mod oracle;
 mod proxy;
 mod real_openstack;

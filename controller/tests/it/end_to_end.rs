@@ -1,0 +1,112 @@
+//! Generator and controller together: what `ccm-assets create manifests` writes for the bootstrap
+//! node (static pod flags, bootstrap cloud.conf, credentials Secret) starts this binary, which
+//! initializes a real server's node. Real Keystone/Nova/Neutron (ignored by default; run by
+//! scripts/test.sh with the stack up), wire-level fake API server.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ccm_assets::assets::openstack::lookup::Online;
+use ccm_assets::assets::{self, Inputs, MANIFEST_TARGETS};
+use ccm_assets::graph::store;
+use ccm_assets::installconfig::{self, clouds};
+use occm::kube::fake::FakeApiServer;
+use serde_json::{Value, json};
+
+use crate::support::{Process, free_port, kubeconfig, openstack_env, scene};
+
+/// Runs the generator (online: it asks the real cloud) into `dir`.
+fn generate(dir: &Path, env: &std::collections::BTreeMap<String, String>) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../assets/examples/openstack/install-config.yaml");
+    let text = std::fs::read_to_string(example)
+        .unwrap()
+        .replace("cloud: demo", &format!("cloud: {}", env["OPENSTACK_CLOUD_APPCRED"]))
+        .replace(
+            "externalNetwork: 6d8a7b3c-5f1e-4a2b-9c0d-1e2f3a4b5c6d",
+            &format!("externalNetwork: {}", env["OPENSTACK_EXTERNAL_NETWORK"]),
+        );
+    let config =
+        installconfig::parse(&text, "install-config.yaml", &Default::default()).unwrap().config;
+    let selected = clouds::load(
+        &[env["OPENSTACK_CLOUDS_YAML"].clone().into()],
+        &env["OPENSTACK_CLOUD_APPCRED"],
+    )
+    .unwrap();
+    let inputs = Inputs {
+        install_config: Some(config),
+        cloud: Some(ccm_assets::cli::resolve::cloud(selected).unwrap()),
+        infra_id: Some("e2e-x7k2p".into()),
+        lookup: Some(Box::new(Online::default())),
+        ..Inputs::default()
+    };
+    store::create(&assets::graph(inputs).unwrap(), dir, MANIFEST_TARGETS, &[]).unwrap();
+}
+
+fn yaml(path: &Path) -> Value {
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node() {
+    let env = openstack_env();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_owned();
+    let env2 = env.clone();
+    tokio::task::spawn_blocking(move || generate(&out, &env2)).await.unwrap();
+
+    let name = format!("occm-e2e-gen-{}", std::process::id());
+    let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
+    let id = server["id"].as_str().unwrap().to_owned();
+
+    let fake = FakeApiServer::start().await.unwrap();
+    let secret = yaml(&dir.path().join("openshift/99_cloud-creds-secret.yaml"));
+    assert_eq!(secret["metadata"]["namespace"], "kube-system");
+    fake.create(
+        "v1",
+        "secrets",
+        "kube-system",
+        json!({"metadata": secret["metadata"], "data": secret["data"]}),
+    );
+    fake.create("v1", "nodes", "", json!({"metadata": {"name": name},
+        "spec": {"taints": [{"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+
+    // The static pod's own flags, with the host paths pointed at the generated files.
+    let pod =
+        yaml(&dir.path().join("bootstrap/manifests/openstack-cloud-controller-manager-pod.yaml"));
+    let conf = dir.path().join("bootstrap/configs/cloud.conf");
+    let kube = kubeconfig(dir.path(), &fake.url());
+    let port = free_port();
+    let mut args: Vec<String> = pod["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .map(|a| match a.split_once('=') {
+            Some(("--kubeconfig", _)) => format!("--kubeconfig={}", kube.display()),
+            Some(("--cloud-config", _)) => format!("--cloud-config={}", conf.display()),
+            _ => a,
+        })
+        .collect();
+    assert!(args.contains(&"--controllers=cloud-node".to_owned()), "{args:?}");
+    assert!(args.contains(&"--leader-elect=false".to_owned()), "{args:?}");
+    args.extend(["--bind-address=127.0.0.1".to_owned(), format!("--secure-port={port}")]);
+
+    let process = Process::start(&args);
+    process.wait_line("initialized", Duration::from_secs(60)).await;
+    let node = fake.get("v1", "nodes", "", &name).unwrap();
+    assert_eq!(node["spec"]["providerID"], format!("openstack:///{id}"));
+    assert_eq!(
+        node["metadata"]["labels"]["node.kubernetes.io/instance-type"],
+        env["OPENSTACK_FLAVOR"].as_str()
+    );
+    let taints = node["spec"]["taints"].as_array().cloned().unwrap_or_default();
+    assert!(
+        taints.iter().all(|t| t["key"] != "node.cloudprovider.kubernetes.io/uninitialized"),
+        "{taints:?}"
+    );
+    assert!(!process.log().contains(&env["OPENSTACK_APPCRED_SECRET"]), "a secret reached the log");
+    scene(&env, &["server-delete", &id, "--wait"]).await;
+}
