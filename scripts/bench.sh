@@ -4,9 +4,12 @@
 #   scripts/bench.sh           full: release build; wall time (hyperfine) and peak RSS (GNU time)
 #                              of `create manifests --offline` on every assets/examples/* (cold
 #                              directory and no-op rerun) and of `render`; then the divan
-#                              micro-benchmarks (cargo bench --bench generator)
+#                              micro-benchmarks (cargo bench --bench generator); then the
+#                              controller at scale (cargo bench --bench scale: the real binary
+#                              against an OpenStack replay and the fake API server, N = 20,
+#                              1,000 and 5,000 nodes; about 3 minutes)
 #   scripts/bench.sh --quick   CI: checks that every benchmark still executes (debug build, one
-#                              run each, no figures)
+#                              run each, no figures; the controller at N = 20)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,6 +28,9 @@ trap 'rm -rf "$work"' EXIT
 
 if [ -n "$quick" ]; then
   cargo test --locked --bench generator -q
+  # Without `--bench`, the scale benchmark runs once at N = 20 with short periods.
+  cargo test --locked -q -p openstack-cloud-controller-manager --bench scale >/dev/null
+  printf 'ok  controller scale (N = 20)\n'
   bin=target/debug/ccm-assets
   cargo build --locked -q --bin ccm-assets
 else
@@ -67,4 +73,6 @@ done
 
 if [ -z "$quick" ]; then
   cargo bench --locked --bench generator
+  printf '\n# Controller at scale (load: %s)\n\n' "$(uptime | sed 's/.*load average/load average/')"
+  cargo bench --locked -q -p openstack-cloud-controller-manager --bench scale
 fi

@@ -1,0 +1,342 @@
+//! A recorded-response replay of Keystone v3, Nova (2.1–2.47+) and Neutron for N servers: the
+//! bodies are the real stack's (fixtures/, captured once from scripts/openstack-up.sh), the
+//! servers and ports are stamped out from them, and every request is counted by operation.
+//!
+//! What it serves, as the real services do: `POST /identity/v3/auth/tokens` (201, the token in
+//! `X-Subject-Token`, a catalog pointing here), the version documents osauth discovers
+//! (`/compute/v2.1`, `/network/`), `GET /compute/v2.1/servers/detail` (`name` as an anchored
+//! regex, `limit`/`marker`, Nova's `max_limit` of 1000 with a `servers_links` next link, the
+//! flavor embedded from microversion 2.47, its ID before), `GET /servers/{id}` (404
+//! `itemNotFound`), `GET /flavors/{id}`, and `GET /network/v2.0/ports` (`device_id` filter).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+/// The base URL the fixtures were normalized to (rewritten to the replay's own URL).
+const RECORDED_BASE: &str = "http://replay.invalid";
+/// Nova's default `[api] max_limit`: no page is larger, whatever `limit` asks.
+const NOVA_MAX_LIMIT: usize = 1000;
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/benches/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+/// One request as counted: a fixed operation name and when it arrived.
+#[derive(Debug, Clone)]
+pub(crate) struct Hit {
+    /// `identity/authenticate`, `compute/server_get`, `compute/server_list_by_name`, …
+    pub(crate) operation: &'static str,
+    /// Arrival time.
+    pub(crate) at: Instant,
+}
+
+struct Shared {
+    base: String,
+    token: Value,
+    compute_version: String,
+    network_versions: String,
+    flavor: String,
+    /// The flavor as Nova renders it before 2.47 (an ID and a link).
+    flavor_ref: Value,
+    servers: Vec<Value>,
+    by_id: HashMap<String, usize>,
+    by_name: HashMap<String, usize>,
+    ports: Vec<Value>,
+    hits: Mutex<Vec<Hit>>,
+}
+
+/// A running replay server (its task ends with the runtime).
+#[derive(Clone)]
+pub(crate) struct Replay {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+/// The ID of server `i` (stable, UUID-shaped).
+pub(crate) fn server_id(i: usize) -> String {
+    format!("{i:08x}-5e1f-4c2d-9a7b-{:012x}", i.wrapping_mul(2_654_435_761) & 0xffff_ffff_ffff)
+}
+
+/// The name of server `i`, which is also its node's name.
+pub(crate) fn server_name(i: usize) -> String {
+    format!("worker-{i:05}")
+}
+
+fn ip(i: usize) -> String {
+    format!("10.{}.{}.{}", 128 + (i >> 16) % 64, (i >> 8) & 0xff, i & 0xff)
+}
+
+impl Replay {
+    /// Stamps out `n` servers and their ports from the recorded samples and starts serving.
+    pub(crate) async fn start(n: usize) -> Replay {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local address");
+        let base = format!("http://{addr}");
+        let recorded = |name: &str| fixture(name).replace(RECORDED_BASE, &base);
+        let server: Value = serde_json::from_str(&recorded("nova-server.json")).expect("JSON");
+        let port: Value = serde_json::from_str(&recorded("neutron-port.json")).expect("JSON");
+        let flavor = recorded("nova-flavor.json");
+        let old: Value = serde_json::from_str(&recorded("nova-server-2.1.json")).expect("JSON");
+        let flavor_ref = old["server"]["flavor"].clone();
+        let network = server["server"]["addresses"]
+            .as_object()
+            .and_then(|a| a.keys().next().cloned())
+            .expect("the recorded server has an address");
+        let mut servers = Vec::with_capacity(n);
+        let mut ports = Vec::with_capacity(n);
+        let mut by_id = HashMap::with_capacity(n);
+        let mut by_name = HashMap::with_capacity(n);
+        for i in 0..n {
+            let (id, name, addr) = (server_id(i), server_name(i), ip(i));
+            let mut s = server["server"].clone();
+            s["id"] = json!(id);
+            s["name"] = json!(name);
+            s["OS-EXT-SRV-ATTR:hostname"] = json!(name);
+            s["links"] = json!([{"rel": "self", "href": format!("{base}/compute/v2.1/servers/{id}")},
+                {"rel": "bookmark", "href": format!("{base}/compute/servers/{id}")}]);
+            let mut entry = s["addresses"][&network][0].clone();
+            entry["addr"] = json!(addr);
+            s["addresses"] = json!({ network.clone(): [entry] });
+            servers.push(s);
+            let mut p = port["port"].clone();
+            p["id"] = json!(format!("{i:08x}-0b0b-4f0f-8c8c-{i:012x}"));
+            p["device_id"] = json!(id);
+            p["name"] = json!(format!("{name}-port"));
+            p["fixed_ips"][0]["ip_address"] = json!(addr);
+            // The recording's port is DOWN (the stack has no dataplane); a booted one is ACTIVE.
+            p["status"] = json!("ACTIVE");
+            ports.push(p);
+            by_id.insert(id, i);
+            by_name.insert(server_name(i), i);
+        }
+        let shared = Arc::new(Shared {
+            token: serde_json::from_str(&recorded("keystone-token.json")).expect("JSON"),
+            compute_version: recorded("nova-version.json"),
+            network_versions: recorded("neutron-versions.json"),
+            flavor,
+            flavor_ref,
+            base,
+            servers,
+            by_id,
+            by_name,
+            ports,
+            hits: Mutex::new(Vec::new()),
+        });
+        let app = Router::new().fallback(handle).with_state(shared.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Replay { addr, shared }
+    }
+
+    /// Keystone's URL for cloud.conf `auth-url`.
+    pub(crate) fn auth_url(&self) -> String {
+        format!("http://{}/identity/v3", self.addr)
+    }
+
+    /// Every request so far.
+    pub(crate) fn hits(&self) -> Vec<Hit> {
+        self.shared.hits.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Requests per operation since `since` (index into [`Replay::hits`]).
+    pub(crate) fn counts(&self, since: usize) -> BTreeMap<&'static str, usize> {
+        let mut out = BTreeMap::new();
+        for hit in self.hits().iter().skip(since) {
+            *out.entry(hit.operation).or_default() += 1;
+        }
+        out
+    }
+}
+
+fn respond(code: u16, body: impl Into<Body>) -> Response {
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body.into())
+        .unwrap_or_default()
+}
+
+/// The compute microversion the request asks for (2.1 when none).
+fn microversion(headers: &HeaderMap) -> (u32, u32) {
+    let value = headers
+        .get("openstack-api-version")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("compute "))
+        .or_else(|| headers.get("x-openstack-nova-api-version").and_then(|v| v.to_str().ok()));
+    value
+        .and_then(|v| v.trim().split_once('.'))
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+        .unwrap_or((2, 1))
+}
+
+/// The server body as Nova renders it at this microversion (flavor embedded from 2.47).
+fn render(shared: &Shared, server: &Value, version: (u32, u32)) -> Value {
+    if version >= (2, 47) {
+        return server.clone();
+    }
+    let mut old = server.clone();
+    old["flavor"] = shared.flavor_ref.clone();
+    old
+}
+
+/// Nova's `name` filter is a regex; the controller sends `^<escaped>$`: the exact name it means.
+fn exact_name(pattern: &str) -> Option<String> {
+    let inner = pattern.strip_prefix('^')?.strip_suffix('$')?;
+    let mut name = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => name.push(chars.next()?),
+            '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' => {
+                return None;
+            }
+            c => name.push(c),
+        }
+    }
+    Some(name)
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    _body: Bytes,
+) -> Response {
+    let path = uri.path().trim_end_matches('/');
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (operation, response) = match (&method, parts.as_slice()) {
+        (&Method::POST, ["identity", "v3", "auth", "tokens"]) => {
+            let mut token = shared.token.clone();
+            let now = jiff::Timestamp::now();
+            token["token"]["issued_at"] = json!(now.to_string());
+            token["token"]["expires_at"] =
+                json!((now + jiff::SignedDuration::from_hours(1)).to_string());
+            let response = Response::builder()
+                .status(StatusCode::CREATED)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header("x-subject-token", "gAAAAAB-replay-token")
+                .body(Body::from(token.to_string()))
+                .unwrap_or_default();
+            ("identity/authenticate", response)
+        }
+        (&Method::GET, ["compute", "v2.1"]) => {
+            ("compute/version_discovery", respond(200, shared.compute_version.clone()))
+        }
+        (&Method::GET, ["network"]) => {
+            ("network/version_discovery", respond(200, shared.network_versions.clone()))
+        }
+        (&Method::GET, ["compute", "v2.1", "servers", "detail"]) => {
+            let version = microversion(&headers);
+            let by_name = query.get("name");
+            let limit = query
+                .get("limit")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(NOVA_MAX_LIMIT)
+                .min(NOVA_MAX_LIMIT);
+            let start = match query.get("marker") {
+                Some(marker) => match shared.by_id.get(marker) {
+                    Some(i) => i + 1,
+                    None => {
+                        let body = json!({"badRequest": {"code": 400,
+                            "message": format!("marker [{marker}] not found")}});
+                        return respond(400, body.to_string());
+                    }
+                },
+                None => 0,
+            };
+            // Nova answers a name filter with a database query; an index keeps the replay's own
+            // cost from growing with N (a scan per request would make initialization O(N²) here).
+            let page: Vec<Value> = match by_name.map(|p| exact_name(p)) {
+                Some(Some(name)) => {
+                    let found = shared.by_name.get(&name).filter(|&&i| i >= start);
+                    found
+                        .map(|&i| render(&shared, &shared.servers[i], version))
+                        .into_iter()
+                        .collect()
+                }
+                Some(None) => {
+                    let body =
+                        json!({"badRequest": {"code": 400, "message": "unsupported name filter"}});
+                    return respond(400, body.to_string());
+                }
+                None => shared.servers[start..]
+                    .iter()
+                    .take(limit)
+                    .map(|s| render(&shared, s, version))
+                    .collect(),
+            };
+            let mut body = json!({ "servers": page });
+            if page.len() == limit
+                && let Some(last) = page.last()
+            {
+                let next = format!(
+                    "{}/compute/v2.1/servers/detail?limit={limit}&marker={}",
+                    shared.base,
+                    last["id"].as_str().unwrap_or_default()
+                );
+                body["servers_links"] = json!([{"rel": "next", "href": next}]);
+            }
+            let op = if by_name.is_some() {
+                "compute/server_list_by_name"
+            } else {
+                "compute/server_list_page"
+            };
+            (op, respond(200, body.to_string()))
+        }
+        (&Method::GET, ["compute", "v2.1", "servers", id]) => {
+            let response = match shared.by_id.get(*id) {
+                Some(&i) => {
+                    let server = render(&shared, &shared.servers[i], microversion(&headers));
+                    respond(200, json!({ "server": server }).to_string())
+                }
+                None => {
+                    let message = format!("Instance {id} could not be found.");
+                    respond(
+                        404,
+                        json!({"itemNotFound": {"code": 404, "message": message}}).to_string(),
+                    )
+                }
+            };
+            ("compute/server_get", response)
+        }
+        (&Method::GET, ["compute", "v2.1", "flavors", _]) => {
+            ("compute/flavor_get", respond(200, shared.flavor.clone()))
+        }
+        (&Method::GET, ["network", "v2.0", "ports"]) => match query.get("device_id") {
+            Some(device) => {
+                let ports: Vec<&Value> = match shared.by_id.get(device) {
+                    Some(&i) => vec![&shared.ports[i]],
+                    None => vec![],
+                };
+                ("network/port_list_by_device", respond(200, json!({ "ports": ports }).to_string()))
+            }
+            None => {
+                let body = json!({ "ports": shared.ports });
+                ("network/port_list_all", respond(200, body.to_string()))
+            }
+        },
+        _ => {
+            let body = json!({"error": {"message": format!("not replayed: {method} {path}")}});
+            ("other", respond(404, body.to_string()))
+        }
+    };
+    shared
+        .hits
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Hit { operation, at: Instant::now() });
+    response
+}
