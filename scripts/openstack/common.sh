@@ -126,7 +126,9 @@ process_tree() {
       } while (grew)
       for (p in mine) print p
     }' | while read -r pid; do
-    start=$(proc_start "$pid") && echo "$pid:$start"
+    # A process may end between ps and here (a worker, an Erlang helper): skip it, and never
+    # let that make the whole pipeline fail under pipefail (down once stopped half-way on it).
+    if start=$(proc_start "$pid"); then echo "$pid:$start"; fi
   done
 }
 
