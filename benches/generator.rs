@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ccm_assets::assets::cloud_access::CloudAccess;
 use ccm_assets::assets::openstack::Cloud;
 use ccm_assets::assets::openstack::cloud_conf;
 use ccm_assets::assets::openstack::lookup::{CloudFacts, Offline};
@@ -30,7 +31,7 @@ fn inputs() -> Inputs {
         .config;
     Inputs {
         install_config: Some(config),
-        cloud: Some(cloud()),
+        access: CloudAccess::OpenStack(Box::new(cloud())),
         infra_id: Some("demo-x7k2p".into()),
         lookup: Some(Box::new(Offline)),
         ..Inputs::default()

@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::assets::bootstrap::{self, kubeconfig};
-use crate::assets::openstack::cloud_conf;
+use crate::assets::cloud_provider_config as cloud_conf;
+use crate::assets::{infrastructure, platform};
 use crate::graph::File;
 use crate::graph::write::{self, Plan};
 
@@ -69,23 +70,40 @@ pub fn render(asset_dir: &Path, dest_dir: &Path) -> Result<Rendered, Error> {
     let Some(map) = read_optional(&map_path)? else {
         return Ok(Rendered::Nothing);
     };
-    let provider = cloud_conf::read_config_map(&map)
+    let content = cloud_conf::read_config_map(&map)
         .map_err(|e| Error::CloudConfig { path: map_path.clone(), source: e.into() })?;
-    let configs = bootstrap::configs(&provider)
+    let row = platform_of(asset_dir)?;
+    let Some(spec) = row.provider.ccm() else {
+        return Ok(Rendered::Nothing);
+    };
+    let configs = bootstrap::configs(row.provider, &content)
         .map_err(|source| Error::CloudConfig { path: map_path, source })?;
     let mut plan = Plan::default();
     for (name, text) in configs {
         plan.writes.push(File::new(format!("configs/{name}"), text));
     }
-    let pod = required(asset_dir, bootstrap::POD_PATH)?;
-    let pod_name =
-        Path::new(bootstrap::POD_PATH).file_name().expect("a file path").to_string_lossy();
+    let pod_path = bootstrap::pod_path(spec.app);
+    let pod = required(asset_dir, &pod_path)?;
+    let pod_name = Path::new(&pod_path).file_name().expect("a file path").to_string_lossy();
     plan.writes.push(File::new(format!("manifests/{pod_name}"), pod));
     plan.writes
         .push(File::secret("secrets/ccm-kubeconfig", required(asset_dir, kubeconfig::PATH)?));
     let written = plan.writes.iter().map(|f| f.path.clone()).collect();
     write::commit(dest_dir, &plan)?;
     Ok(Rendered::Files(written))
+}
+
+/// The platform, as the Infrastructure manifest names it (`status.platformStatus.type`).
+fn platform_of(asset_dir: &Path) -> Result<&'static platform::Platform, Error> {
+    let path = asset_dir.join(infrastructure::PATH);
+    let text = required(asset_dir, infrastructure::PATH)?;
+    let infra: infrastructure::Infrastructure = serde_saphyr::from_str(&text)
+        .map_err(|e| Error::CloudConfig { path: path.clone(), source: e.into() })?;
+    let kind = infra.status.platform_status.get("type").and_then(|t| t.as_str()).unwrap_or("");
+    platform::find_by_infrastructure_type(kind).ok_or_else(|| Error::CloudConfig {
+        path,
+        source: format!("status.platformStatus.type: unknown platform {kind:?}").into(),
+    })
 }
 
 fn required(dir: &Path, rel: &str) -> Result<String, Error> {

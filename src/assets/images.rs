@@ -1,16 +1,40 @@
 //! Container images: the defaults shipped in `data/images.json`, overridable by flags.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
 /// The images the generated manifests run.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Images {
-    /// The OpenStack CCM (`--ccm-image`).
-    #[serde(rename = "openstack-cloud-controller-manager")]
-    pub ccm: String,
+    /// Each platform's CCM, by platform name.
+    #[serde(rename = "cloud-controller-manager")]
+    pub ccm: BTreeMap<String, String>,
+    /// Per-node companions (`azure-cloud-node-manager`), by platform name.
+    #[serde(rename = "cloud-node-manager")]
+    pub node_manager: BTreeMap<String, String>,
     /// ccm-assets itself, for the bootstrap `render` stage (`--ccm-assets-image`).
     #[serde(rename = "ccm-assets")]
     pub assets: String,
+    /// `--ccm-image`: replaces the CCM image of whatever platform is in use.
+    #[serde(skip)]
+    pub ccm_override: Option<String>,
+}
+
+impl Images {
+    /// The CCM image for `platform` (empty when the table has none: a registry bug a unit test
+    /// rules out for every platform with a CCM).
+    pub fn ccm_for(&self, platform: &str) -> &str {
+        self.ccm_override
+            .as_deref()
+            .or_else(|| self.ccm.get(platform).map(String::as_str))
+            .unwrap_or_default()
+    }
+
+    /// The node-manager image for `platform`, when it has one.
+    pub fn node_manager_for(&self, platform: &str) -> Option<&str> {
+        self.node_manager.get(platform).map(String::as_str)
+    }
 }
 
 impl Default for Images {
@@ -22,11 +46,34 @@ impl Default for Images {
 
 #[cfg(test)]
 mod tests {
+    use crate::assets::platform::PLATFORMS;
+
+    fn pinned(image: &str) -> bool {
+        image.rsplit_once(':').is_some_and(|(_, tag)| !tag.is_empty() && !tag.contains('/'))
+    }
+
     #[test]
     fn the_shipped_image_table_parses_and_pins_tags() {
         let images = super::Images::default();
-        for image in [&images.ccm, &images.assets] {
-            assert!(image.rsplit_once(':').is_some_and(|(_, tag)| !tag.is_empty()), "{image}");
+        assert!(pinned(&images.assets), "{}", images.assets);
+        for image in images.ccm.values().chain(images.node_manager.values()) {
+            assert!(pinned(image), "{image}");
+        }
+    }
+
+    #[test]
+    fn every_platform_with_a_ccm_has_an_image_and_no_other_does() {
+        let images = super::Images::default();
+        for row in PLATFORMS {
+            let spec = row.provider.ccm();
+            assert_eq!(spec.is_some(), images.ccm.contains_key(row.name), "{}", row.name);
+            let needs_node_manager = spec.is_some_and(|s| s.node_manager.is_some());
+            assert_eq!(
+                needs_node_manager,
+                images.node_manager.contains_key(row.name),
+                "{}",
+                row.name
+            );
         }
     }
 }

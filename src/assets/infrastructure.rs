@@ -1,16 +1,18 @@
 //! `manifests/cluster-infrastructure-02-config.yml`: the `config.openshift.io/v1` Infrastructure.
 //!
 //! The platform-independent part: infrastructure name, API URLs, topologies and the platform
-//! type. Platform modules extend `platformSpec`/`platformStatus` (OpenStack VIPs, AWS region, ...).
+//! type. Each platform's provider adds its `platformSpec`/`platformStatus` block (OpenStack VIPs,
+//! AWS region, ...).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::openstack::cloud_conf::{self, CloudProviderConfig};
-use super::{cluster_id, install_config, openstack, platform};
+use super::cloud_provider_config as cloud_conf;
+use super::provider::CloudProviderConfig;
+use super::{cluster_id, install_config, platform};
 use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
-use crate::installconfig::InstallConfig;
+use crate::installconfig::{InstallConfig, LoadBalancerType};
 
 /// Asset id.
 pub const ID: AssetId = "infrastructure";
@@ -110,10 +112,9 @@ impl Asset for InfrastructureAsset {
             infra.spec.cloud_config =
                 CloudConfigRef { name: "cloud-provider-config".into(), key: Some("config".into()) };
         }
-        if let Some(os) = &config.platform.openstack {
-            let (spec, status) = openstack::infrastructure(os, &config);
-            infra.spec.platform_spec.insert("openstack".into(), spec);
-            infra.status.platform_status.insert("openstack".into(), status);
+        if let Some((key, spec, status)) = platform::of(&config)?.provider.infrastructure(&config) {
+            infra.spec.platform_spec.insert(key.into(), spec);
+            infra.status.platform_status.insert(key.into(), status);
         }
         let file = File::new(PATH, to_yaml(&infra)?);
         Ok(Output::new(&infra)?.with_file(file))
@@ -125,9 +126,7 @@ pub fn infrastructure(
     config: &InstallConfig,
     infra_id: &str,
 ) -> Result<Infrastructure, AssetError> {
-    let name = config.platform_name();
-    let kind =
-        platform::find(name).ok_or_else(|| format!("no platform table entry for {name:?}"))?;
+    let kind = platform::of(config)?;
     let platform_type =
         || Map::from_iter([("type".to_owned(), Value::from(kind.infrastructure_type))]);
     let domain = format!("{}.{}", config.metadata.name, config.base_domain);
@@ -165,4 +164,42 @@ fn topologies(config: &InstallConfig) -> (&'static str, &'static str) {
         _ => HA,
     };
     (control_plane, infra)
+}
+
+/// The VIPs OpenStack, vSphere, Nutanix and bare metal share in their platform blocks.
+#[derive(Debug, Clone)]
+pub struct Vips<'a> {
+    /// `apiVIPs`.
+    pub api: &'a [String],
+    /// `ingressVIPs`.
+    pub ingress: &'a [String],
+    /// `loadBalancer.type` after defaults.
+    pub load_balancer: LoadBalancerType,
+}
+
+impl Vips<'_> {
+    /// `(spec, status)` objects: the VIP lists (and machine networks, when the platform's types
+    /// have them), the load balancer type, and the deprecated single-IP status fields the
+    /// installer still sets.
+    pub fn blocks(&self, config: &InstallConfig, machine_networks: bool) -> (Value, Value) {
+        let mut spec = serde_json::json!({
+            "apiServerInternalIPs": self.api,
+            "ingressIPs": self.ingress,
+        });
+        let mut status = spec.clone();
+        status["loadBalancer"] = serde_json::json!({"type": self.load_balancer.as_str()});
+        if machine_networks {
+            let networks: Vec<&str> =
+                config.networking.machine_network.iter().map(|n| n.cidr.as_str()).collect();
+            spec["machineNetworks"] = serde_json::json!(networks);
+            status["machineNetworks"] = serde_json::json!(networks);
+        }
+        if let Some(first) = self.api.first() {
+            status["apiServerInternalIP"] = Value::from(first.as_str());
+        }
+        if let Some(first) = self.ingress.first() {
+            status["ingressIP"] = Value::from(first.as_str());
+        }
+        (spec, status)
+    }
 }

@@ -1,24 +1,30 @@
 //! The registry: every asset, the targets of each command, and the platform table.
 //!
 //! ```text
-//! install-config ─┬─ cluster-id ─────────────────────┬─ infrastructure
-//!                 ├─ cluster-config                  │
-//!                 ├─ trust-bundle                    │
-//! openstack/clouds┴─ openstack/cloud-facts ─ openstack/cloud-provider-config ─┬─ openstack/ccm
-//!                 └─ openstack/credentials ───────────────────────────────────┘
+//! install-config ─┬─ cluster-id ──────────────────────────────┬─ infrastructure
+//!                 ├─ cluster-config                           │
+//!                 ├─ trust-bundle                             │
+//! cloud-access ───┴─ openstack/cloud-facts ─ cloud-provider-config ─┬─ ccm
+//!                 └─ credentials ───────────────────────────────────┘  bootstrap/ccm
 //! ```
-//! `ccm-assets graph` prints the exact edges.
+//! The platform-neutral assets ask the platform's [`provider::Provider`] (one module per
+//! platform, mapped in [`platform::PLATFORMS`]). `ccm-assets graph` prints the exact edges.
 
 pub mod bootkube;
 pub mod bootstrap;
 pub mod ccm;
+pub mod cloud_access;
+pub mod cloud_provider_config;
 pub mod cluster_config;
 pub mod cluster_id;
+pub mod credentials;
 pub mod images;
 pub mod infrastructure;
 pub mod install_config;
+pub mod none;
 pub mod openstack;
 pub mod platform;
+pub mod provider;
 pub mod trust_bundle;
 
 use crate::graph::{self, Asset, AssetId, Graph};
@@ -31,8 +37,8 @@ pub struct Inputs {
     /// The validated install-config with defaults applied (`None` for `graph`, which only
     /// describes the structure).
     pub install_config: Option<InstallConfig>,
-    /// The selected clouds.yaml entry (with its CA), on OpenStack.
-    pub cloud: Option<openstack::Cloud>,
+    /// What the command loaded to reach the cloud (credentials, the OpenStack cloud).
+    pub access: cloud_access::CloudAccess,
     /// `--infra-id`, when pinned.
     pub infra_id: Option<String>,
     /// How to ask the cloud (`openstack::lookup::Offline` with `--offline`).
@@ -48,7 +54,7 @@ pub const MANIFEST_TARGETS: &[AssetId] = &[
     cluster_config::ID,
     trust_bundle::ID,
     infrastructure::ID,
-    openstack::credentials::ID,
+    credentials::ID,
     ccm::ID,
     bootstrap::ID,
     bootstrap::kubeconfig::ID,
@@ -57,20 +63,20 @@ pub const MANIFEST_TARGETS: &[AssetId] = &[
 
 /// Every asset, in the order `graph` lists them.
 pub fn graph(inputs: Inputs) -> graph::Result<Graph> {
-    let Inputs { install_config, cloud, infra_id, lookup, images, tls } = inputs;
+    let Inputs { install_config, access, infra_id, lookup, images, tls } = inputs;
     let assets: Vec<Box<dyn Asset>> = vec![
         Box::new(install_config::InstallConfigAsset::new(install_config)),
-        Box::new(openstack::CloudsAsset::new(cloud)),
+        Box::new(cloud_access::CloudAccessAsset::new(access)),
         Box::new(cluster_id::ClusterIdAsset::new(infra_id)),
         Box::new(cluster_config::ClusterConfigAsset),
         Box::new(trust_bundle::TrustBundleAsset),
         Box::new(openstack::lookup::CloudFactsAsset::new(lookup)),
-        Box::new(openstack::cloud_conf::CloudProviderConfigAsset),
-        Box::new(openstack::credentials::CredentialsAsset),
+        Box::new(cloud_provider_config::CloudProviderConfigAsset),
+        Box::new(credentials::CredentialsAsset),
         Box::new(infrastructure::InfrastructureAsset),
-        Box::new(ccm::CcmAsset::new(images.ccm.clone())),
+        Box::new(ccm::CcmAsset::new(images.clone())),
         Box::new(bootstrap::tls::TlsAsset::new(tls)),
-        Box::new(bootstrap::BootstrapAsset::new(images.ccm)),
+        Box::new(bootstrap::BootstrapAsset::new(images.clone())),
         Box::new(bootstrap::kubeconfig::KubeconfigAsset),
         Box::new(bootkube::BootkubeAsset::new(images.assets)),
     ];

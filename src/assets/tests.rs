@@ -4,12 +4,19 @@ use super::*;
 use crate::graph::store;
 
 fn example_inputs() -> Inputs {
-    let text = include_str!("../../assets/examples/openstack/install-config.yaml");
-    let loaded = crate::installconfig::parse(text, "install-config.yaml", &Default::default())
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/examples/openstack");
+    let text = std::fs::read_to_string(dir.join("install-config.yaml")).unwrap();
+    let loaded = crate::installconfig::parse(&text, "install-config.yaml", &Default::default())
         .expect("the example is valid");
+    let openstack = loaded.config.platform.openstack.as_ref().unwrap();
+    let selected = crate::installconfig::clouds::load(&[dir.join("clouds.yaml")], &openstack.cloud)
+        .expect("the example's cloud");
+    let cloud = openstack::Cloud { name: selected.name, entry: selected.entry, ca_bundle: None };
     Inputs {
         install_config: Some(loaded.config),
+        access: cloud_access::CloudAccess::OpenStack(Box::new(cloud)),
         infra_id: Some("demo-x7k2p".into()),
+        lookup: Some(Box::new(openstack::lookup::Offline)),
         ..Inputs::default()
     }
 }

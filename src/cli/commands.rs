@@ -7,6 +7,7 @@ use anyhow::Context as _;
 
 use super::resolve::{self, Env};
 use super::{Cli, Command, CreateArgs, CreateTarget, GraphFormat};
+use crate::assets::cloud_access::CloudAccess;
 use crate::assets::{self, Inputs};
 use crate::graph::{dot, store};
 use crate::installconfig::{self, clouds};
@@ -46,20 +47,26 @@ fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
     let env = Env::from_process().context("could not read the working directory")?;
     let config = load_install_config(&dir, &env)?.config;
     let mut reserved = vec![resolve::INSTALL_CONFIG.to_owned()];
-    let cloud: Option<crate::assets::openstack::Cloud> = match config.platform.openstack.as_ref() {
+    let access = match config.platform.openstack.as_ref() {
         Some(openstack) => {
             let selected =
                 clouds::load(&clouds::search_paths(&env.clouds_search()), &openstack.cloud)?;
             tracing::info!("Loaded cloud {:?} from {}", selected.name, selected.file.display());
             reserved.extend(relative_to(&selected.file, &dir));
-            Some(resolve::cloud(selected)?)
+            CloudAccess::OpenStack(Box::new(resolve::cloud(selected)?))
         }
-        None => None,
+        None => CloudAccess::None,
     };
     let lookup = resolve::lookup(offline);
     let tls = resolve::tls(&dir)?;
-    let inputs =
-        Inputs { install_config: Some(config), cloud, infra_id, lookup: Some(lookup), images, tls };
+    let inputs = Inputs {
+        install_config: Some(config),
+        access,
+        infra_id,
+        lookup: Some(lookup),
+        images,
+        tls,
+    };
     let graph = assets::graph(inputs)?;
     let reserved: Vec<&str> = reserved.iter().map(String::as_str).collect();
     let run = store::create(&graph, &dir, assets::MANIFEST_TARGETS, &reserved)?;

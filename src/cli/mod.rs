@@ -136,10 +136,11 @@ pub struct CreateArgs {
     #[arg(long, value_name = "ID", value_parser = resolve::parse_infra_id)]
     pub infra_id: Option<String>,
 
-    /// Run this OpenStack CCM image.
+    /// Run this cloud-controller-manager image.
     ///
-    /// The image of the in-cluster Deployment and the bootstrap static pod. The default is
-    /// the release this ccm-assets was built with (data/images.json).
+    /// The image of the in-cluster Deployment and the bootstrap static pod, whatever the
+    /// platform. The default is the platform's image in the table this ccm-assets was built
+    /// with (data/images.json): our own CCM on OpenStack, the upstream CCMs elsewhere.
     #[arg(long, value_name = "IMAGE")]
     pub ccm_image: Option<String>,
 

@@ -68,7 +68,7 @@ pub fn install_config_path(dir: &Path) -> PathBuf {
 /// Flags over the built-in image table.
 pub fn images(ccm: Option<String>, assets: Option<String>) -> Images {
     let defaults = Images::default();
-    Images { ccm: ccm.unwrap_or(defaults.ccm), assets: assets.unwrap_or(defaults.assets) }
+    Images { ccm_override: ccm, assets: assets.unwrap_or(defaults.assets), ..defaults }
 }
 
 /// How assets ask the cloud: not at all with `--offline`.

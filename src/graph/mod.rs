@@ -19,7 +19,7 @@ pub use parents::Parents;
 use serde::Serialize;
 use serde_json::Value;
 
-/// A stable asset id such as `"openstack/cloud-provider-config"`; renaming one orphans old state.
+/// A stable asset id such as `"cloud-provider-config"`; renaming one orphans old state.
 pub type AssetId = &'static str;
 
 /// The error an asset returns from `generate` or `load`: each asset family has its own type.

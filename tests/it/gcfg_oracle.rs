@@ -9,6 +9,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use ccm_assets::assets::cloud_provider_config;
 use ccm_assets::assets::openstack::lookup::CloudFacts;
 use ccm_assets::assets::openstack::{Cloud, cloud_conf, credentials};
 use ccm_assets::formats::clouds_yaml::CloudEntry;
@@ -125,8 +126,8 @@ fn example_cloud_conf() -> String {
         "--offline",
     ]);
     t.expect(0);
-    let map = t.read(cloud_conf::PATH);
-    cloud_conf::read_config_map(&map).expect("the ConfigMap reads back").config
+    let map = t.read(cloud_provider_config::PATH);
+    cloud_provider_config::read_config_map(&map).expect("the ConfigMap reads back").config
 }
 
 #[test]

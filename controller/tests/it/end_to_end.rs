@@ -35,7 +35,9 @@ fn generate(dir: &Path, env: &std::collections::BTreeMap<String, String>) {
     .unwrap();
     let inputs = Inputs {
         install_config: Some(config),
-        cloud: Some(ccm_assets::cli::resolve::cloud(selected).unwrap()),
+        access: ccm_assets::assets::cloud_access::CloudAccess::OpenStack(Box::new(
+            ccm_assets::cli::resolve::cloud(selected).unwrap(),
+        )),
         infra_id: Some("e2e-x7k2p".into()),
         lookup: Some(Box::new(Online::default())),
         ..Inputs::default()

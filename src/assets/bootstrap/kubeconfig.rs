@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
 use super::tls::{self, Tls};
-use crate::assets::openstack::cloud_conf::{self, CloudProviderConfig};
+use crate::assets::cloud_provider_config as cloud_conf;
+use crate::assets::provider::CloudProviderConfig;
 use crate::formats::kubeconfig::Kubeconfig;
 use crate::formats::pem;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents, state};
@@ -42,7 +43,7 @@ pub struct Minted {
     client_key: String,
 }
 
-/// Mints (once) and writes the bootstrap kubeconfig on OpenStack.
+/// Mints (once) and writes the bootstrap kubeconfig where there is a cloud config.
 #[derive(Debug)]
 pub struct KubeconfigAsset;
 

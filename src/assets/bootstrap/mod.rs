@@ -1,4 +1,4 @@
-//! The bootstrap node's CCM: static pod, cloud.conf (+ CA) and kubeconfig under `bootstrap/`.
+//! The bootstrap node's CCM: static pod, cloud config (+ CA) and kubeconfig under `bootstrap/`.
 //!
 //! The static pod runs only the `cloud-node` controller, without leader election, with the
 //! bootstrap kubeconfig; its cloud.conf keeps `secret-name`/`secret-namespace`, so it reads the
@@ -10,42 +10,51 @@ pub mod tls;
 
 use serde_json::{Value, json};
 
-use super::openstack::cloud_conf::{self, CloudProviderConfig};
-use super::{ccm, cluster_id};
+use super::cloud_provider_config::{self as cloud_conf};
+use super::provider::{CcmSpec, CloudProviderConfig, Provider};
+use super::{ccm, cluster_id, install_config, platform};
 use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
+use crate::installconfig::InstallConfig;
 
 /// Asset id.
 pub const ID: AssetId = "bootstrap/ccm";
 
-/// The static pod's file.
-pub const POD_PATH: &str = "bootstrap/manifests/openstack-cloud-controller-manager-pod.yaml";
-/// The bootstrap cloud.conf.
+/// The bootstrap cloud config.
 pub const CLOUD_CONF_PATH: &str = "bootstrap/configs/cloud.conf";
 /// The CA beside it, when the cloud has one.
 pub const CA_PATH: &str = "bootstrap/configs/ca-bundle.pem";
 
-/// The bootstrap files: cloud.conf and its CA, as `render` writes them too.
-pub fn configs(provider: &CloudProviderConfig) -> Result<Vec<(&'static str, String)>, AssetError> {
-    let conf = cloud_conf::bootstrap(&provider.config)
+/// The static pod's file for the CCM named `app`.
+pub fn pod_path(app: &str) -> String {
+    format!("bootstrap/manifests/{app}-pod.yaml")
+}
+
+/// The bootstrap files: the cloud config and its CA, as `render` writes them too.
+pub fn configs(
+    provider: &dyn Provider,
+    content: &CloudProviderConfig,
+) -> Result<Vec<(&'static str, String)>, AssetError> {
+    let conf = provider
+        .bootstrap_config(&content.config)
         .map_err(|e| format!("{}: data.config: {e}", cloud_conf::PATH))?;
     let mut files = vec![("cloud.conf", conf)];
-    if let Some(ca) = &provider.ca_bundle {
+    if let Some(ca) = &content.ca_bundle {
         files.push(("ca-bundle.pem", ca.clone()));
     }
     Ok(files)
 }
 
-/// Writes the static pod and the bootstrap cloud.conf on OpenStack.
+/// Writes the static pod and the bootstrap cloud config where the platform has a CCM.
 #[derive(Debug)]
 pub struct BootstrapAsset {
-    image: String,
+    images: crate::assets::images::Images,
 }
 
 impl BootstrapAsset {
-    /// `image` is the CCM image.
-    pub fn new(image: impl Into<String>) -> BootstrapAsset {
-        BootstrapAsset { image: image.into() }
+    /// `images` are the CCM images.
+    pub fn new(images: crate::assets::images::Images) -> BootstrapAsset {
+        BootstrapAsset { images }
     }
 }
 
@@ -57,49 +66,57 @@ impl Asset for BootstrapAsset {
         "Bootstrap Cloud Controller Manager"
     }
     fn dependencies(&self) -> &'static [AssetId] {
-        &[cluster_id::ID, cloud_conf::ID]
+        &[install_config::ID, cluster_id::ID, cloud_conf::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
+        let config: InstallConfig = parents.get(install_config::ID)?;
         let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
-        let Some(provider) = parents.get::<Option<CloudProviderConfig>>(cloud_conf::ID)? else {
+        let content: Option<CloudProviderConfig> = parents.get(cloud_conf::ID)?;
+        let row = platform::of(&config)?;
+        let (Some(content), Some(spec)) = (content, row.provider.ccm()) else {
             return Ok(Output::default());
         };
-        let mut output = Output::default()
-            .with_file(File::new(POD_PATH, to_yaml(&static_pod(&self.image, &id.infra_id))?));
-        for (name, text) in configs(&provider)? {
+        let pod = static_pod(&spec, self.images.ccm_for(row.name), &id.infra_id);
+        let mut output = Output::default().with_file(File::new(pod_path(spec.app), to_yaml(&pod)?));
+        for (name, text) in configs(row.provider, &content)? {
             output = output.with_file(File::new(format!("bootstrap/configs/{name}"), text));
         }
         Ok(output)
     }
 }
 
-fn static_pod(image: &str, infra_id: &str) -> Value {
+fn static_pod(spec: &CcmSpec, image: &str, infra_id: &str) -> Value {
+    let mut container = json!({
+        "name": "cloud-controller-manager",
+        "image": image,
+        "command": [spec.command],
+        "args": [
+            format!("--cloud-provider={}", spec.cloud_provider),
+            "--controllers=cloud-node",
+            "--leader-elect=false",
+            "--kubeconfig=/etc/kubernetes/bootstrap-secrets/ccm-kubeconfig",
+            "--cloud-config=/etc/kubernetes/bootstrap-configs/cloud.conf",
+            format!("--cluster-name={infra_id}"),
+            "--v=2",
+        ],
+        "resources": {"requests": {"cpu": "200m", "memory": "50Mi"}},
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": [{"mountPath": "/etc/kubernetes", "name": "etc-kubernetes", "readOnly": true}],
+    });
+    if !spec.env.is_empty() {
+        container["env"] =
+            spec.env.iter().map(|(name, value)| json!({"name": name, "value": value})).collect();
+    }
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "labels": {"app": "openstack-cloud-controller-manager", "tier": "control-plane"},
-            "name": "openstack-cloud-controller-manager",
+            "labels": {"app": spec.app, "tier": "control-plane"},
+            "name": spec.app,
             "namespace": "kube-system",
         },
         "spec": {
-            "containers": [{
-                "name": "cloud-controller-manager",
-                "image": image,
-                "command": ["/bin/openstack-cloud-controller-manager"],
-                "args": [
-                    "--cloud-provider=openstack",
-                    "--controllers=cloud-node",
-                    "--leader-elect=false",
-                    "--kubeconfig=/etc/kubernetes/bootstrap-secrets/ccm-kubeconfig",
-                    "--cloud-config=/etc/kubernetes/bootstrap-configs/cloud.conf",
-                    format!("--cluster-name={infra_id}"),
-                    "--v=2",
-                ],
-                "resources": {"requests": {"cpu": "200m", "memory": "50Mi"}},
-                "terminationMessagePolicy": "FallbackToLogsOnError",
-                "volumeMounts": [{"mountPath": "/etc/kubernetes", "name": "etc-kubernetes", "readOnly": true}],
-            }],
+            "containers": [container],
             "hostNetwork": true,
             "priorityClassName": "system-node-critical",
             "tolerations": ccm::tolerations(),

@@ -1,41 +1,20 @@
-//! The cloud-provider ConfigMap (the installer's cloud.conf) and the CCM's own derivations.
+//! OpenStack's cloud.conf: the installer's (the cloud-provider ConfigMap's `config`) and the
+//! CCM's own derivations of it.
 //!
 //! `manifests/cloud-provider-config.yaml` holds the cloud.conf every other config is derived
 //! from, so a user's edit of it flows downstream: [`in_cluster`] turns it into the in-cluster
 //! CCM's `cloud-conf` (the cluster-cloud-controller-manager-operator's transform) and
 //! [`bootstrap`] into the bootstrap node's cloud.conf.
 
-use serde::{Deserialize, Serialize};
-use serde_json::json;
-
-use super::lookup::{self, CloudFacts};
-use super::{CA_PATH, CLOUDS, CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, Cloud};
+use super::lookup::CloudFacts;
+use super::{CA_PATH, CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, Cloud};
 use crate::formats::gcfg::{self, Document, Section};
-use crate::formats::yaml::to_yaml;
-use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
-
-/// Asset id.
-pub const ID: AssetId = "openstack/cloud-provider-config";
-
-/// The file written.
-pub const PATH: &str = "manifests/cloud-provider-config.yaml";
 
 /// Where the in-cluster CCM finds clouds.yaml (the mounted `openstack-cloud-credentials`).
 pub const CLOUDS_FILE: &str = "/etc/openstack/secret/clouds.yaml";
 
 /// Where the bootstrap node keeps the CA bundle (beside the bootstrap cloud.conf).
 pub const BOOTSTRAP_CA_PATH: &str = "/etc/kubernetes/bootstrap-configs/ca-bundle.pem";
-
-/// The ConfigMap's content; also what dependents read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CloudProviderConfig {
-    /// Key `config`: the cloud.conf.
-    pub config: String,
-    /// Key `ca-bundle.pem`: the cloud's CA, when it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_bundle: Option<String>,
-}
 
 /// A cloud.conf that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -55,9 +34,6 @@ pub enum Error {
         /// What it may hold.
         default: &'static str,
     },
-    /// The edited ConfigMap is not a ConfigMap with a `config` key.
-    #[error("{PATH}: expected a ConfigMap with a `data.config` key")]
-    Shape(#[source] serde_saphyr::Error),
 }
 
 /// The installer's cloud.conf for `cloud` and `facts`.
@@ -119,73 +95,6 @@ pub fn bootstrap(config: &str) -> Result<String, Error> {
         doc.set("Global", "ca-file", BOOTSTRAP_CA_PATH);
     }
     Ok(doc.to_string())
-}
-
-/// The ConfigMap `openshift-config/cloud-provider-config` as YAML.
-pub fn config_map(content: &CloudProviderConfig) -> Result<String, AssetError> {
-    let mut data = json!({"config": content.config});
-    if let Some(ca) = &content.ca_bundle {
-        data["ca-bundle.pem"] = json!(ca);
-    }
-    Ok(to_yaml(&json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
-        "data": data,
-    }))?)
-}
-
-/// Reads a (possibly edited) cloud-provider ConfigMap back; the cloud.conf must still parse.
-pub fn read_config_map(text: &str) -> Result<CloudProviderConfig, Error> {
-    #[derive(Deserialize)]
-    struct ConfigMap {
-        data: Data,
-    }
-    #[derive(Deserialize)]
-    struct Data {
-        config: String,
-        #[serde(rename = "ca-bundle.pem")]
-        ca_bundle: Option<String>,
-    }
-    let map: ConfigMap = serde_saphyr::from_str(text).map_err(Error::Shape)?;
-    gcfg::parse(&map.data.config).map_err(Error::Parse)?;
-    Ok(CloudProviderConfig { config: map.data.config, ca_bundle: map.data.ca_bundle })
-}
-
-/// Writes `manifests/cloud-provider-config.yaml` on OpenStack; `null` content elsewhere.
-#[derive(Debug)]
-pub struct CloudProviderConfigAsset;
-
-impl Asset for CloudProviderConfigAsset {
-    fn id(&self) -> AssetId {
-        ID
-    }
-    fn name(&self) -> &'static str {
-        "Cloud Provider Config"
-    }
-    fn dependencies(&self) -> &'static [AssetId] {
-        &[CLOUDS, lookup::ID]
-    }
-    fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let cloud: Option<Cloud> = parents.get(CLOUDS)?;
-        let facts: Option<CloudFacts> = parents.get(lookup::ID)?;
-        let (Some(cloud), Some(facts)) = (cloud, facts) else {
-            return Ok(Output::default());
-        };
-        let content =
-            CloudProviderConfig { config: cloud_conf(&cloud, &facts), ca_bundle: cloud.ca_bundle };
-        let file = File::new(PATH, config_map(&content)?);
-        Ok(Output::new(&content)?.with_file(file))
-    }
-    fn load(&self, files: &[File]) -> Option<Result<serde_json::Value, AssetError>> {
-        let file = files.iter().find(|f| f.path == PATH)?;
-        Some(
-            std::str::from_utf8(&file.bytes)
-                .map_err(AssetError::from)
-                .and_then(|text| Ok(read_config_map(text)?))
-                .and_then(|content| Ok(serde_json::to_value(content)?)),
-        )
-    }
 }
 
 #[cfg(test)]

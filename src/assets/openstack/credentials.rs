@@ -1,38 +1,14 @@
-//! `kube-system/openstack-credentials` (clouds.yaml + legacy clouds.conf) and its reader Role.
+//! The data of `kube-system/openstack-credentials`: the re-keyed clouds.yaml, the legacy
+//! clouds.conf and the CA.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{CA_PATH, CLOUDS, CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, Cloud};
-use crate::assets::install_config;
+use super::{CA_PATH, Cloud};
+use crate::assets::provider::SecretData;
 use crate::formats::clouds_yaml::CloudEntry;
 use crate::formats::gcfg;
 use crate::formats::yaml::to_yaml;
-use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
-use crate::installconfig::{CredentialsMode, InstallConfig};
-
-/// Asset id.
-pub const ID: AssetId = "openstack/credentials";
-
-/// The Secret's file (absent with `credentialsMode: Manual`).
-pub const SECRET_PATH: &str = "openshift/99_cloud-creds-secret.yaml";
-
-/// The reader Role's file (always written).
-pub const ROLE_PATH: &str = "openshift/99_role-cloud-creds-secret-reader.yaml";
-
-/// What dependents read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Credentials {
-    /// The in-cluster clouds.yaml (cloud `openstack`); `None` when credentials are Manual.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clouds_yaml: Option<String>,
-    /// The CA bundle, when the cloud has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_bundle: Option<String>,
-}
+use crate::graph::AssetError;
 
 /// `{clouds: {openstack: entry}}`, with `cacert` pointing at the CA on the node.
 pub fn clouds_yaml(cloud: &Cloud) -> Result<String, AssetError> {
@@ -75,78 +51,25 @@ pub fn is_password_auth(entry: &CloudEntry) -> bool {
     matches!(entry.auth_type.as_deref(), None | Some("password" | "v3password"))
 }
 
-fn secret(cloud: &Cloud, clouds_yaml: &str) -> Result<String, AssetError> {
-    let mut data = json!({
-        "clouds.yaml": STANDARD.encode(clouds_yaml),
-        "clouds.conf": STANDARD.encode(clouds_conf(cloud)),
-    });
+/// The Secret's data: `clouds.yaml` (cloud re-keyed as `openstack`), `clouds.conf`, and
+/// `cacert` when the cloud has a CA. Warns when the cloud uses password authentication.
+pub fn secret_data(cloud: &Cloud) -> Result<SecretData, AssetError> {
+    if is_password_auth(&cloud.entry) {
+        tracing::warn!(
+            "Cloud {:?} uses password authentication: application credentials \
+             (auth_type: v3applicationcredential) are preferred, they can be rotated and \
+             revoked without touching a user account",
+            cloud.name
+        );
+    }
+    let mut data = SecretData::from([
+        ("clouds.yaml".to_owned(), clouds_yaml(cloud)?),
+        ("clouds.conf".to_owned(), clouds_conf(cloud)),
+    ]);
     if let Some(ca) = &cloud.ca_bundle {
-        data["cacert"] = Value::from(STANDARD.encode(ca));
+        data.insert("cacert".to_owned(), ca.clone());
     }
-    Ok(to_yaml(&json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": CREDENTIALS_SECRET, "namespace": CREDENTIALS_NAMESPACE},
-        "type": "Opaque",
-        "data": data,
-    }))?)
-}
-
-fn role() -> Result<String, AssetError> {
-    Ok(to_yaml(&json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": "openstack-creds-secret-reader", "namespace": CREDENTIALS_NAMESPACE},
-        "rules": [{
-            "apiGroups": [""],
-            "resources": ["secrets"],
-            "resourceNames": [CREDENTIALS_SECRET],
-            "verbs": ["get"],
-        }],
-    }))?)
-}
-
-/// Writes the credentials Secret (unless Manual) and the reader Role on OpenStack.
-#[derive(Debug)]
-pub struct CredentialsAsset;
-
-impl Asset for CredentialsAsset {
-    fn id(&self) -> AssetId {
-        ID
-    }
-    fn name(&self) -> &'static str {
-        "OpenStack Credentials"
-    }
-    fn dependencies(&self) -> &'static [AssetId] {
-        &[install_config::ID, CLOUDS]
-    }
-    fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let config: InstallConfig = parents.get(install_config::ID)?;
-        let Some(cloud) = parents.get::<Option<Cloud>>(CLOUDS)? else {
-            return Ok(Output::default());
-        };
-        let manual = config.credentials_mode == Some(CredentialsMode::Manual);
-        let mut files = vec![File::new(ROLE_PATH, role()?)];
-        let clouds_yaml = if manual {
-            None
-        } else {
-            if is_password_auth(&cloud.entry) {
-                tracing::warn!(
-                    "Cloud {:?} uses password authentication: application credentials \
-                     (auth_type: v3applicationcredential) are preferred, they can be rotated and \
-                     revoked without touching a user account",
-                    cloud.name
-                );
-            }
-            let text = clouds_yaml(&cloud)?;
-            files.push(File::secret(SECRET_PATH, secret(&cloud, &text)?));
-            Some(text)
-        };
-        let content = Credentials { clouds_yaml, ca_bundle: cloud.ca_bundle };
-        let mut output = Output::new(&content)?;
-        output.files = files;
-        Ok(output)
-    }
+    Ok(data)
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ pub use online::Online;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CLOUDS, Cloud};
+use super::Cloud;
+use crate::assets::cloud_access::{self, CloudAccess};
 use crate::assets::install_config;
 use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
 use crate::installconfig::InstallConfig;
@@ -90,18 +91,18 @@ impl Asset for CloudFactsAsset {
         "OpenStack Cloud Facts"
     }
     fn dependencies(&self) -> &'static [AssetId] {
-        &[install_config::ID, CLOUDS]
+        &[install_config::ID, cloud_access::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
         let config: InstallConfig = parents.get(install_config::ID)?;
-        let cloud: Option<Cloud> = parents.get(CLOUDS)?;
-        let (Some(openstack), Some(cloud)) = (config.platform.openstack, cloud) else {
+        let access: CloudAccess = parents.get(cloud_access::ID)?;
+        let (Some(openstack), Some(cloud)) = (config.platform.openstack, access.openstack()) else {
             return Ok(Output::default());
         };
         let lookup = self.lookup.as_deref().ok_or("no cloud lookup was configured")?;
-        let load_balancer = lookup.has_load_balancer(&cloud)?;
+        let load_balancer = lookup.has_load_balancer(cloud)?;
         let floating_network_id = match openstack.external_network.as_deref() {
-            Some(network) if !network.is_empty() => Some(lookup.network_id(&cloud, network)?),
+            Some(network) if !network.is_empty() => Some(lookup.network_id(cloud, network)?),
             _ => None,
         };
         Output::new(&CloudFacts { floating_network_id, load_balancer })

@@ -1,9 +1,9 @@
-//! What OpenStack contributes: the selected cloud, cloud facts, cloud.conf, credentials.
+//! What OpenStack contributes: the selected cloud, cloud facts, cloud.conf, credentials, and
+//! our own CCM.
 //!
 //! ```text
-//! openstack/clouds ──┬── openstack/cloud-facts ──┐
-//! install-config ────┴───────────────────────────┴── openstack/cloud-provider-config
-//! openstack/clouds ── openstack/credentials          (Secret + reader Role)
+//! cloud-access ──┬── openstack/cloud-facts ──┐
+//! install-config ┴───────────────────────────┴── cloud-provider-config (via [`OpenStack`])
 //! ```
 
 pub mod cloud_conf;
@@ -11,12 +11,12 @@ pub mod credentials;
 pub mod lookup;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use super::provider::{CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount};
 use crate::formats::clouds_yaml::CloudEntry;
-use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
-
-/// Asset id of the selected cloud.
-pub const CLOUDS: AssetId = "openstack/clouds";
+use crate::graph::AssetError;
+use crate::installconfig::InstallConfig;
 
 /// Where the cloud's CA bundle lives on every node (written there from the cloud-provider
 /// ConfigMap's `ca-bundle.pem` key); cloud.conf and the in-cluster clouds.yaml point at it.
@@ -42,63 +42,80 @@ pub struct Cloud {
     pub ca_bundle: Option<String>,
 }
 
-/// The clouds.yaml entry named by `platform.openstack.cloud`; `null` content on other platforms.
-///
-/// Its content holds credentials, which is why the state file is written with mode 0600.
+/// OpenStack's [`Provider`].
 #[derive(Debug)]
-pub struct CloudsAsset {
-    cloud: Option<Cloud>,
+pub struct OpenStack;
+
+fn selected<'a>(ctx: &Context<'a>) -> Result<&'a Cloud, AssetError> {
+    Ok(ctx.access.openstack().ok_or("no OpenStack cloud was loaded")?)
 }
 
-impl CloudsAsset {
-    /// Wraps the cloud the command selected.
-    pub fn new(cloud: Option<Cloud>) -> CloudsAsset {
-        CloudsAsset { cloud }
+impl Provider for OpenStack {
+    fn cloud_provider_config(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<Option<CloudProviderConfig>, AssetError> {
+        let cloud = selected(ctx)?;
+        let facts = ctx.facts.ok_or("the OpenStack cloud facts were not looked up")?;
+        let config = cloud_conf::cloud_conf(cloud, facts);
+        Ok(Some(CloudProviderConfig { config, ca_bundle: cloud.ca_bundle.clone() }))
     }
-}
 
-impl Asset for CloudsAsset {
-    fn id(&self) -> AssetId {
-        CLOUDS
+    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
+        Ok(cloud_conf::in_cluster(config)?)
     }
-    fn name(&self) -> &'static str {
-        "OpenStack Cloud"
+
+    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
+        Ok(cloud_conf::bootstrap(config)?)
     }
-    fn dependencies(&self) -> &'static [AssetId] {
-        &[]
+
+    fn secret_name(&self) -> Option<&'static str> {
+        Some(CREDENTIALS_SECRET)
     }
-    fn generate(&self, _: &Parents<'_>) -> Result<Output, AssetError> {
-        match &self.cloud {
-            Some(cloud) => Output::new(cloud),
-            None => Ok(Output::default()),
-        }
+
+    fn secret_data(&self, ctx: &Context<'_>) -> Result<SecretData, AssetError> {
+        credentials::secret_data(selected(ctx)?)
+    }
+
+    fn in_cluster_secret(&self, data: &SecretData) -> SecretData {
+        data.iter()
+            .filter(|(k, _)| *k == "clouds.yaml")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    fn ccm(&self) -> Option<CcmSpec> {
+        Some(CcmSpec {
+            app: "openstack-cloud-controller-manager",
+            command: "/bin/openstack-cloud-controller-manager",
+            cloud_provider: "openstack",
+            config_dir: "/etc/openstack/config",
+            secret: Some(SecretMount {
+                name: "openstack-cloud-credentials",
+                dir: "/etc/openstack/secret",
+                keys: &["clouds.yaml"],
+            }),
+            env: &[],
+            node_manager: None,
+        })
+    }
+
+    fn infrastructure(&self, config: &InstallConfig) -> Option<(&'static str, Value, Value)> {
+        let os = config.platform.openstack.as_ref()?;
+        let (spec, status) = infrastructure(os, config);
+        Some(("openstack", spec, status))
     }
 }
 
 /// `spec.platformSpec.openstack` and `status.platformStatus.openstack` of the Infrastructure.
 pub fn infrastructure(
     os: &crate::installconfig::OpenStackPlatform,
-    config: &crate::installconfig::InstallConfig,
-) -> (serde_json::Value, serde_json::Value) {
-    let networks: Vec<&str> =
-        config.networking.machine_network.iter().map(|n| n.cidr.as_str()).collect();
-    let spec = serde_json::json!({
-        "apiServerInternalIPs": os.api_vips,
-        "ingressIPs": os.ingress_vips,
-        "machineNetworks": networks,
-    });
-    let mut status = serde_json::json!({
-        "apiServerInternalIPs": os.api_vips,
-        "ingressIPs": os.ingress_vips,
-        "loadBalancer": {"type": os.load_balancer_type().as_str()},
-        "machineNetworks": networks,
-    });
-    // The deprecated single-IP fields, as the installer still sets them.
-    if let Some(first) = os.api_vips.first() {
-        status["apiServerInternalIP"] = serde_json::Value::from(first.as_str());
-    }
-    if let Some(first) = os.ingress_vips.first() {
-        status["ingressIP"] = serde_json::Value::from(first.as_str());
-    }
-    (spec, status)
+    config: &InstallConfig,
+) -> (Value, Value) {
+    let vips = crate::assets::infrastructure::Vips {
+        api: &os.api_vips,
+        ingress: &os.ingress_vips,
+        load_balancer: os.load_balancer_type(),
+    };
+    vips.blocks(config, true)
 }

@@ -102,14 +102,8 @@ fn bootstrap_config_reads_the_ca_from_beside_it_and_keeps_the_secret_reference()
 }
 
 #[test]
-fn an_edited_config_map_is_read_back_and_must_still_parse() {
-    let content = CloudProviderConfig {
-        config: "[Global]\nregion = X\n".into(),
-        ca_bundle: Some("PEM\n".into()),
-    };
-    let text = config_map(&content).unwrap();
-    assert_eq!(read_config_map(&text).unwrap(), content);
-    let broken = text.replace("region = X", "region = \"open");
-    let err = read_config_map(&broken).unwrap_err();
-    assert!(matches!(err, Error::Parse(_)), "{err:?}");
+fn an_edit_that_no_longer_parses_is_refused_by_both_derivations() {
+    let broken = "[Global]\nregion = \"open\n";
+    assert!(matches!(in_cluster(broken), Err(Error::Parse(_))));
+    assert!(matches!(bootstrap(broken), Err(Error::Parse(_))));
 }

@@ -1,0 +1,151 @@
+//! The in-cluster CCM Deployment (and Azure's per-node companion DaemonSet).
+
+use serde_json::{Value, json};
+
+use super::NAMESPACE;
+use crate::assets::provider::CcmSpec;
+
+const PORT: u16 = 10258;
+
+/// One platform's CCM as the cluster runs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    /// How the platform's CCM runs.
+    pub spec: &'a CcmSpec,
+    /// The image.
+    pub image: &'a str,
+    /// `--cluster-name`.
+    pub infra_id: &'a str,
+    /// Hash of the config and credentials (rolls the pods when either changes).
+    pub hash: &'a str,
+}
+
+impl Run<'_> {
+    /// The Deployment: leader-elected replicas on control-plane nodes, host network, the
+    /// `cloud-conf` ConfigMap and (when the platform reads one) the credentials Secret mounted.
+    pub fn deployment(&self, replicas: u32) -> Value {
+        let spec = self.spec;
+        let labels = json!({"app": spec.app});
+        let mut container = json!({
+            "name": "cloud-controller-manager",
+            "image": self.image,
+            "command": [spec.command],
+            "args": [
+                format!("--cloud-provider={}", spec.cloud_provider),
+                format!("--cloud-config={}/cloud.conf", spec.config_dir),
+                format!("--cluster-name={}", self.infra_id),
+                "--leader-elect=true",
+                format!("--leader-elect-resource-namespace={NAMESPACE}"),
+                "--leader-elect-resource-name=cloud-controller-manager",
+                format!("--secure-port={PORT}"),
+                "--v=2",
+            ],
+            "ports": [{"containerPort": PORT, "name": "https", "protocol": "TCP"}],
+            "livenessProbe": {
+                "httpGet": {"path": "/healthz", "port": PORT, "scheme": "HTTPS"},
+                "initialDelaySeconds": 10,
+                "periodSeconds": 10,
+            },
+            "resources": {"requests": {"cpu": "200m", "memory": "50Mi"}},
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+        });
+        if !spec.env.is_empty() {
+            container["env"] = spec
+                .env
+                .iter()
+                .map(|(name, value)| json!({"name": name, "value": value}))
+                .collect();
+        }
+        let mut mounts =
+            vec![json!({"mountPath": spec.config_dir, "name": "config", "readOnly": true})];
+        let mut volumes = vec![json!({"name": "config", "configMap": {"name": "cloud-conf",
+            "items": [{"key": "cloud.conf", "path": "cloud.conf"}]}})];
+        if let Some(secret) = spec.secret {
+            mounts.push(json!({"mountPath": secret.dir, "name": "secret", "readOnly": true}));
+            let items: Vec<Value> =
+                secret.keys.iter().map(|k| json!({"key": k, "path": k})).collect();
+            volumes.push(
+                json!({"name": "secret", "secret": {"secretName": secret.name, "items": items}}),
+            );
+        }
+        mounts.push(
+            json!({"mountPath": "/etc/kubernetes", "name": "host-etc-kube", "readOnly": true}),
+        );
+        volumes.push(json!({"name": "host-etc-kube",
+            "hostPath": {"path": "/etc/kubernetes", "type": "Directory"}}));
+        container["volumeMounts"] = json!(mounts);
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"labels": labels, "name": spec.app, "namespace": NAMESPACE},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                // hostNetwork pods hold a host port: never run two on one node during a rollout.
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+                "template": {
+                    "metadata": {"annotations": {"ccm-assets.io/config-hash": self.hash}, "labels": labels},
+                    "spec": {
+                        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                            "labelSelector": {"matchLabels": labels},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }]}},
+                        "containers": [container],
+                        "hostNetwork": true,
+                        "nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
+                        "priorityClassName": "system-cluster-critical",
+                        "serviceAccountName": "cloud-controller-manager",
+                        "tolerations": tolerations(),
+                        "volumes": volumes,
+                    },
+                },
+            },
+        })
+    }
+
+    /// The per-node companion DaemonSet, when the platform has one and an image for it.
+    pub fn node_manager(&self, image: Option<&str>) -> Option<Value> {
+        let (name, command) = self.spec.node_manager?;
+        let image = image?;
+        let labels = json!({"app": name});
+        Some(json!({
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"labels": labels, "name": name, "namespace": NAMESPACE},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [{
+                            "name": "cloud-node-manager",
+                            "image": image,
+                            "command": [command],
+                            "args": ["--node-name=$(NODE_NAME)", "--v=2"],
+                            "env": [{"name": "NODE_NAME",
+                                     "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                            "resources": {"requests": {"cpu": "50m", "memory": "50Mi"}},
+                            "terminationMessagePolicy": "FallbackToLogsOnError",
+                        }],
+                        "hostNetwork": true,
+                        "priorityClassName": "system-node-critical",
+                        "serviceAccountName": "cloud-controller-manager",
+                        // Every node, whatever its taints: it is what initializes them.
+                        "tolerations": [{"operator": "Exists"}],
+                    },
+                },
+            },
+        }))
+    }
+}
+
+/// What a CCM must tolerate to run before any node is initialized.
+pub fn tolerations() -> Value {
+    json!([
+        {"effect": "NoSchedule", "key": "node.cloudprovider.kubernetes.io/uninitialized", "operator": "Exists"},
+        {"effect": "NoSchedule", "key": "node.kubernetes.io/not-ready", "operator": "Exists"},
+        {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists"},
+        {"effect": "NoSchedule", "key": "node-role.kubernetes.io/master", "operator": "Exists"},
+        {"effect": "NoSchedule", "key": "node-role.kubernetes.io/control-plane", "operator": "Exists"},
+    ])
+}

@@ -1,0 +1,151 @@
+//! The CCM's namespace, service account and RBAC: the same shape on every platform, named
+//! after the platform's CCM (`app`) and its credentials Secrets.
+
+use serde_json::{Value, json};
+
+use super::NAMESPACE;
+use crate::assets::credentials;
+
+/// What the names depend on.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Names<'a> {
+    /// The CCM's app name (ClusterRole, Role and bindings are named after it).
+    pub(super) app: &'a str,
+    /// The `kube-system` credentials Secret the bootstrap CCM reads, when the platform has one.
+    pub(super) secret: Option<&'a str>,
+    /// The platform name (`openstack`), which names the reader and watcher Roles.
+    pub(super) platform: &'a str,
+    /// The Secret the in-cluster CCM reads in its own namespace, when it reads one.
+    pub(super) in_cluster_secret: Option<&'a str>,
+}
+
+const SA: &str = "cloud-controller-manager";
+const CCM_USER: &str = "system:cloud-controller-manager";
+
+fn user() -> Value {
+    json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CCM_USER})
+}
+
+fn service_account() -> Value {
+    json!({"kind": "ServiceAccount", "name": SA, "namespace": NAMESPACE})
+}
+
+fn binding(kind: &str, name: &str, namespace: Option<&str>, subjects: Value) -> Value {
+    let role_kind = if kind == "ClusterRoleBinding" { "ClusterRole" } else { "Role" };
+    let mut metadata = json!({"name": name});
+    if let Some(ns) = namespace {
+        metadata["namespace"] = json!(ns);
+    }
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": metadata,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": subjects,
+    })
+}
+
+fn role(kind: &str, name: &str, namespace: Option<&str>, rules: Value) -> Value {
+    let mut metadata = json!({"name": name});
+    if let Some(ns) = namespace {
+        metadata["namespace"] = json!(ns);
+    }
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": metadata,
+        "rules": rules,
+    })
+}
+
+/// The objects, each with its file name under `manifests/ccm/`, in apply order.
+pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
+    let Names { app, secret, platform, in_cluster_secret } = *names;
+    let mut out = vec![
+        (
+            "00-namespace.yaml".to_owned(),
+            json!({
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "annotations": {
+                        "openshift.io/node-selector": "",
+                        "workload.openshift.io/allowed": "management",
+                    },
+                    "labels": {
+                        "openshift.io/cluster-monitoring": "true",
+                        "openshift.io/run-level": "0",
+                    },
+                    "name": NAMESPACE,
+                },
+            }),
+        ),
+        (
+            "01-serviceaccount.yaml".to_owned(),
+            json!({
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": SA, "namespace": NAMESPACE},
+            }),
+        ),
+        (
+            "02-clusterrole.yaml".to_owned(),
+            role(
+                "ClusterRole",
+                app,
+                None,
+                json!([
+                    {"apiGroups": [""], "resources": ["nodes"],
+                     "verbs": ["delete", "get", "list", "patch", "update", "watch"]},
+                    {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
+                    {"apiGroups": ["", "events.k8s.io"], "resources": ["events"],
+                     "verbs": ["create", "patch", "update"]},
+                ]),
+            ),
+        ),
+        (
+            "03-clusterrolebinding.yaml".to_owned(),
+            binding("ClusterRoleBinding", app, None, json!([service_account(), user()])),
+        ),
+    ];
+    let mut rules = vec![
+        json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]}),
+        json!({"apiGroups": ["coordination.k8s.io"], "resourceNames": [SA],
+               "resources": ["leases"], "verbs": ["get", "patch", "update"]}),
+    ];
+    if let Some(name) = in_cluster_secret {
+        rules.push(json!({"apiGroups": [""], "resourceNames": [name],
+                          "resources": ["secrets"], "verbs": ["get"]}));
+    }
+    out.push(("04-role.yaml".to_owned(), role("Role", app, Some(NAMESPACE), json!(rules))));
+    out.push((
+        "05-rolebinding.yaml".to_owned(),
+        binding("RoleBinding", app, Some(NAMESPACE), json!([service_account()])),
+    ));
+    if let Some(secret) = secret {
+        let ns = Some(credentials::NAMESPACE);
+        let reader = credentials::reader_role(platform);
+        out.push((
+            "06-creds-reader-rolebinding.yaml".to_owned(),
+            binding("RoleBinding", &reader, ns, json!([user()])),
+        ));
+        // The bootstrap CCM watches the credentials Secret (list + watch by name) to follow a
+        // rotation; the installer's reader Role only grants `get`.
+        let watcher = format!("{platform}-creds-secret-watcher");
+        out.push((
+            "07-creds-watcher-role.yaml".to_owned(),
+            role(
+                "Role",
+                &watcher,
+                ns,
+                json!([{"apiGroups": [""], "resourceNames": [secret],
+                        "resources": ["secrets"], "verbs": ["list", "watch"]}]),
+            ),
+        ));
+        out.push((
+            "08-creds-watcher-rolebinding.yaml".to_owned(),
+            binding("RoleBinding", &watcher, ns, json!([user()])),
+        ));
+    }
+    out
+}

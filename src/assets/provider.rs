@@ -1,0 +1,128 @@
+//! What one platform contributes: the contract the platform-neutral assets ask.
+//!
+//! Each platform module implements [`Provider`]; the platform table (`assets::platform`) maps
+//! an install-config platform to its provider. The neutral assets (`cloud-provider-config`,
+//! `credentials`, `infrastructure`, `ccm`, `bootstrap/ccm`) hold the shared shapes and never
+//! switch over platforms. Every method has a default meaning "nothing here", so `none` and
+//! `baremetal` implement almost nothing.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::cloud_access::CloudAccess;
+use super::openstack::lookup::CloudFacts;
+use crate::graph::{AssetError, File};
+use crate::installconfig::InstallConfig;
+
+/// What a provider may read: the resolved inputs of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The install-config with defaults applied.
+    pub config: &'a InstallConfig,
+    /// The infrastructure ID.
+    pub infra_id: &'a str,
+    /// What the command loaded to reach the cloud (credentials, the OpenStack cloud).
+    pub access: &'a CloudAccess,
+    /// What the OpenStack cloud told us (`None` elsewhere).
+    pub facts: Option<&'a CloudFacts>,
+}
+
+/// The cloud-provider ConfigMap's content; also what dependents read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloudProviderConfig {
+    /// Key `config`: the cloud config in the platform's format.
+    pub config: String,
+    /// Key `ca-bundle.pem`: a CA the CCM must trust, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+}
+
+/// The plaintext data of a Secret (the writer base64-encodes it).
+pub type SecretData = BTreeMap<String, String>;
+
+/// The Secret the in-cluster CCM reads in its own namespace, mounted as files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretMount {
+    /// Its name in `openshift-cloud-controller-manager`.
+    pub name: &'static str,
+    /// Where it is mounted.
+    pub dir: &'static str,
+    /// The keys mounted (each as a file of the same name).
+    pub keys: &'static [&'static str],
+}
+
+/// How a platform's CCM runs: everything the Deployment and the static pod differ in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CcmSpec {
+    /// The app label, Deployment, ClusterRole and static-pod name
+    /// (`openstack-cloud-controller-manager`).
+    pub app: &'static str,
+    /// The binary (`/bin/openstack-cloud-controller-manager`).
+    pub command: &'static str,
+    /// `--cloud-provider=` value.
+    pub cloud_provider: &'static str,
+    /// The directory the in-cluster `cloud-conf` ConfigMap is mounted at; the CCM reads
+    /// `<dir>/cloud.conf`.
+    pub config_dir: &'static str,
+    /// The in-cluster credentials Secret, when the CCM reads one from files.
+    pub secret: Option<SecretMount>,
+    /// Extra environment of the CCM container.
+    pub env: &'static [(&'static str, &'static str)],
+    /// A per-node companion DaemonSet (`azure-cloud-node-manager`): its name and binary.
+    pub node_manager: Option<(&'static str, &'static str)>,
+}
+
+/// What one platform contributes. Every method defaults to "nothing".
+pub trait Provider: Sync + std::fmt::Debug {
+    /// The cloud-provider ConfigMap content; `None` when the platform has no cloud config.
+    fn cloud_provider_config(
+        &self,
+        _: &Context<'_>,
+    ) -> Result<Option<CloudProviderConfig>, AssetError> {
+        Ok(None)
+    }
+
+    /// Further manifests that go with the cloud config (GCP's `ingress-uid` ConfigMap).
+    fn extra_manifests(&self, _: &Context<'_>) -> Result<Vec<File>, AssetError> {
+        Ok(Vec::new())
+    }
+
+    /// The in-cluster CCM's config, derived from the (possibly edited) ConfigMap's `config`.
+    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
+        Ok(config.to_owned())
+    }
+
+    /// The bootstrap CCM's config, derived the same way (also run by `render`).
+    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
+        Ok(config.to_owned())
+    }
+
+    /// The name of the `kube-system` credentials Secret; its reader Role is always written.
+    fn secret_name(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The credentials Secret's data (not called with `credentialsMode: Manual`).
+    fn secret_data(&self, _: &Context<'_>) -> Result<SecretData, AssetError> {
+        Ok(SecretData::new())
+    }
+
+    /// The data of the in-cluster CCM's Secret ([`CcmSpec::secret`]), derived from the
+    /// `kube-system` Secret's data.
+    fn in_cluster_secret(&self, _: &SecretData) -> SecretData {
+        SecretData::new()
+    }
+
+    /// How the CCM runs; `None` when the platform has no CCM of ours.
+    fn ccm(&self) -> Option<CcmSpec> {
+        None
+    }
+
+    /// The Infrastructure's `platformSpec` and `platformStatus` blocks: (key, spec, status).
+    fn infrastructure(&self, _: &InstallConfig) -> Option<(&'static str, Value, Value)> {
+        None
+    }
+}
