@@ -82,6 +82,14 @@ impl Test {
         self
     }
 
+    /// Writes `contents` to `rel` inside the run's `$HOME` (credential files).
+    pub(crate) fn home_file(self, rel: &str, contents: &str) -> Test {
+        let path = self.tmp.path().join("home").join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+        self
+    }
+
     /// Sets the arguments (`{dir}` is replaced by the asset directory).
     pub(crate) fn args(mut self, args: &[&str]) -> Test {
         let dir = self.dir().display().to_string();
