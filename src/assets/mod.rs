@@ -10,6 +10,8 @@
 //! The platform-neutral assets ask the platform's [`provider::Provider`] (one module per
 //! platform, mapped in [`platform::PLATFORMS`]). `ccm-assets graph` prints the exact edges.
 
+pub mod aws;
+pub mod azure;
 pub mod bootkube;
 pub mod bootstrap;
 pub mod ccm;
@@ -18,14 +20,19 @@ pub mod cloud_provider_config;
 pub mod cluster_config;
 pub mod cluster_id;
 pub mod credentials;
+pub mod gcp;
+pub mod ibmcloud;
 pub mod images;
 pub mod infrastructure;
 pub mod install_config;
 pub mod none;
+pub mod nutanix;
 pub mod openstack;
 pub mod platform;
+pub mod powervs;
 pub mod provider;
 pub mod trust_bundle;
+pub mod vsphere;
 
 use crate::graph::{self, Asset, AssetId, Graph};
 use crate::installconfig::InstallConfig;

@@ -1,0 +1,149 @@
+//! What IBM Cloud VPC contributes: the g2 cloud config, the API key Secret and the Infrastructure.
+//!
+//! ```text
+//! install-config ─┬─ cloud_config ◀─ account ID (iam: token, then API key details)
+//!                 │                ◀─ the region's zones (regions), for generated subnet names
+//!                 ├─ secret_data  ◀─ IC_API_KEY (read by the CLI)
+//!                 └─ infrastructure
+//! ```
+//! PowerVS reuses the `cloud_conf` writer, [`iam`] and [`regions`]. Everything here is pure:
+//! the CLI reads the environment and the caller makes the IAM calls.
+
+pub(crate) mod cloud_conf;
+pub mod iam;
+pub mod regions;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::installconfig::{IbmCloudPlatform, InstallConfig, Secret};
+use cloud_conf::{Vpc, service};
+
+/// The kube-system Secret the installer writes with the API key (only outside `Manual`
+/// credentials mode, and IBM Cloud accepts only `Manual`: the caller decides).
+pub const SECRET_NAME: &str = "ibmcloud-credentials";
+
+/// The Secret's one key.
+pub const SECRET_KEY: &str = "ibmcloud_api_key";
+
+/// The environment variable the installer reads the API key from.
+pub const API_KEY_ENV: &str = "IC_API_KEY";
+
+/// The key of `spec.platformSpec` and `status.platformStatus` in the Infrastructure.
+pub const INFRASTRUCTURE_KEY: &str = "ibmcloud";
+
+/// `resourceGroupName`, else the infrastructure ID (the installer's `ClusterResourceGroupName`).
+pub fn resource_group_name<'a>(ibm: &'a IbmCloudPlatform, infra_id: &'a str) -> &'a str {
+    ibm.resource_group_name.as_deref().filter(|name| !name.is_empty()).unwrap_or(infra_id)
+}
+
+/// `vpcName`, else `<infraID>-vpc`.
+pub fn vpc_name(ibm: &IbmCloudPlatform, infra_id: &str) -> String {
+    match ibm.vpc_name.as_deref().filter(|name| !name.is_empty()) {
+        Some(name) => name.to_owned(),
+        None => format!("{infra_id}-vpc"),
+    }
+}
+
+/// The subnets the CCM may use: the given control-plane then compute subnets, in input order;
+/// with none given, the installer's names for the subnets it creates in each of `zones`
+/// (`<infraID>-subnet-control-plane-<zone>` and `<infraID>-subnet-compute-<zone>`), sorted.
+pub fn subnet_names(ibm: &IbmCloudPlatform, infra_id: &str, zones: &[&str]) -> Vec<String> {
+    let given: Vec<String> =
+        ibm.control_plane_subnets.iter().chain(&ibm.compute_subnets).cloned().collect();
+    if !given.is_empty() {
+        return given;
+    }
+    let mut generated: Vec<String> = zones
+        .iter()
+        .flat_map(|zone| {
+            [
+                format!("{infra_id}-subnet-control-plane-{zone}"),
+                format!("{infra_id}-subnet-compute-{zone}"),
+            ]
+        })
+        .collect();
+    generated.sort_unstable();
+    generated
+}
+
+/// The text of `openshift-config/cloud-provider-config` key `config`, as the installer's
+/// `pkg/asset/manifests/ibmcloud/cloudproviderconfig.go` renders it: the shared head and VPC
+/// keys, then the `IAM`, `VPC` and `ResourceManager` endpoint overrides that are set (the VPC
+/// one without its `/v<N>` suffix, which the CCM appends), then two empty lines.
+///
+/// `resource_group` is [`resource_group_name`]; `zones` are the region's zones
+/// ([`regions::zones`]), used only when no subnet is given.
+pub fn cloud_config(
+    ibm: &IbmCloudPlatform,
+    infra_id: &str,
+    account_id: &str,
+    resource_group: &str,
+    zones: &[&str],
+) -> String {
+    let vpc_name = vpc_name(ibm, infra_id);
+    let vpc = Vpc {
+        account_id,
+        cluster_id: infra_id,
+        region: &ibm.region,
+        resource_group,
+        vpc_name: &vpc_name,
+        subnets: subnet_names(ibm, infra_id, zones),
+    };
+    let mut entries = vpc.entries();
+    let endpoint =
+        |name| cloud_conf::endpoint(&ibm.service_endpoints, name).filter(|u| !u.is_empty());
+    for (key, name) in [
+        ("iamEndpointOverride", service::IAM),
+        ("g2EndpointOverride", service::VPC),
+        ("rmEndpointOverride", service::RESOURCE_MANAGER),
+    ] {
+        if let Some(url) = endpoint(name) {
+            let url = if name == service::VPC { strip_api_version(url) } else { url };
+            entries.push((key, url.to_owned()));
+        }
+    }
+    let mut text = cloud_conf::write(&entries);
+    // The template's override line and the empty line after it.
+    text.push_str("\n\n");
+    text
+}
+
+/// The installer's `(^.*)/v\d+[/]{0,1}$` → `$1`: drops a trailing `/v1`, `/v21/`, ….
+fn strip_api_version(url: &str) -> &str {
+    let body = url.strip_suffix('/').unwrap_or(url);
+    match body.rfind("/v") {
+        Some(at) if body.len() > at + 2 && body[at + 2..].bytes().all(|b| b.is_ascii_digit()) => {
+            &body[..at]
+        }
+        _ => url,
+    }
+}
+
+/// The plaintext `data` of the [`SECRET_NAME`] Secret (the caller base64-encodes it).
+pub fn secret_data(api_key: &Secret) -> BTreeMap<String, String> {
+    BTreeMap::from([(SECRET_KEY.to_owned(), api_key.expose().to_owned())])
+}
+
+/// `spec.platformSpec.ibmcloud` and `status.platformStatus.ibmcloud` of the Infrastructure, as
+/// the installer's `pkg/asset/manifests/infrastructure.go` writes them. The installer sets no
+/// spec (`{}` here); the status has no `cisInstanceCRN`/`dnsInstanceCRN`, which only the cloud
+/// knows. Both are `{}` when `config` is not on IBM Cloud.
+pub fn infrastructure(config: &InstallConfig, infra_id: &str) -> (Value, Value) {
+    let Some(ibm) = &config.platform.ibmcloud else {
+        return (json!({}), json!({}));
+    };
+    let mut status = json!({
+        "location": ibm.region,
+        "resourceGroupName": resource_group_name(ibm, infra_id),
+        "providerType": "VPC",
+    });
+    if !ibm.service_endpoints.is_empty() {
+        status["serviceEndpoints"] = json!(ibm.service_endpoints);
+    }
+    (json!({}), status)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,265 @@
+//! What vSphere contributes: the CCM's cloud config (YAML, or the legacy INI), the credentials Secret and the Infrastructure.
+//!
+//! ```text
+//! install-config ─┬─ cloud_config ─┬─ yaml (default): vsphere-cloud-provider's YAML
+//!                 │                └─ ini (--vsphere-config-format ini): the legacy gcfg file
+//!                 ├─ secret_data: <server>.username / <server>.password per vCenter
+//!                 └─ infrastructure: vcenters, failure domains, node networking, VIPs
+//! ```
+//! Both formats follow the installer's `pkg/asset/manifests/vsphere/cloudproviderconfig.go`
+//! (`CloudProviderConfigYaml` and `CloudProviderConfigIni`), the Infrastructure its
+//! `vsphere/infrastructure.go` and `manifests/infrastructure.go`.
+
+mod ini;
+mod yaml;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::installconfig::{InstallConfig, VCenter, VspherePlatform};
+
+/// The kube-system Secret with each vCenter's credentials; the config points the CCM at it.
+pub const SECRET_NAME: &str = "vsphere-creds";
+
+/// The Secret's namespace.
+pub const SECRET_NAMESPACE: &str = "kube-system";
+
+/// The key of `spec.platformSpec` and `status.platformStatus` in the Infrastructure.
+pub const INFRASTRUCTURE_KEY: &str = "vsphere";
+
+/// The vCenter tag category whose tags name each failure domain's region.
+pub const REGION_TAG_CATEGORY: &str = "openshift-region";
+
+/// The vCenter tag category whose tags name each failure domain's zone.
+pub const ZONE_TAG_CATEGORY: &str = "openshift-zone";
+
+/// Which cloud config to write (`--vsphere-config-format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigFormat {
+    /// vsphere-cloud-provider's YAML, what the out-of-tree CCM reads natively.
+    #[default]
+    Yaml,
+    /// The legacy gcfg (INI) file, which the CCM still accepts.
+    Ini,
+}
+
+impl ConfigFormat {
+    /// Every spelling, as the flag accepts them.
+    pub const VALUES: &'static [&'static str] = &["yaml", "ini"];
+
+    /// The flag's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Yaml => "yaml",
+            Self::Ini => "ini",
+        }
+    }
+}
+
+impl fmt::Display for ConfigFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ConfigFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "yaml" => Ok(Self::Yaml),
+            "ini" => Ok(Self::Ini),
+            other => Err(format!("unknown vSphere config format {other:?} (expected yaml or ini)")),
+        }
+    }
+}
+
+/// `platform.vsphere.nodeNetworking` (openshift/api `VSpherePlatformNodeNetworking`): which
+/// addresses the CCM reports for each node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeNetworking {
+    /// The externally routable side.
+    pub external: NodeNetworkingSpec,
+    /// The cluster-internal side.
+    pub internal: NodeNetworkingSpec,
+}
+
+/// One side of [`NodeNetworking`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NodeNetworkingSpec {
+    /// Addresses in these CIDRs are the ones reported.
+    #[serde(rename = "networkSubnetCidr", skip_serializing_if = "Vec::is_empty")]
+    pub network_subnet_cidr: Vec<String>,
+    /// The port group whose address is reported.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub network: String,
+    /// Addresses in these CIDRs are never reported.
+    #[serde(rename = "excludeNetworkSubnetCidr", skip_serializing_if = "Vec::is_empty")]
+    pub exclude_network_subnet_cidr: Vec<String>,
+}
+
+/// The node networking the installer configures: `nodeNetworking` as given, else both sides
+/// limited to the machine networks (which hold the VIPs). A `nodeNetworking` that does not
+/// have openshift/api's shape counts as unset.
+pub fn node_networking(config: &InstallConfig) -> NodeNetworking {
+    let given = config.platform.vsphere.as_ref().and_then(|p| p.node_networking.as_ref());
+    if let Some(networking) = given.and_then(|v| serde_json::from_value(v.clone()).ok()) {
+        return networking;
+    }
+    let cidrs = machine_networks(config);
+    let side = NodeNetworkingSpec { network_subnet_cidr: cidrs, ..NodeNetworkingSpec::default() };
+    NodeNetworking { external: side.clone(), internal: side }
+}
+
+/// The text of `openshift-config/cloud-provider-config` key `config` in `format`, for the
+/// vSphere section of `config` (an empty one when absent).
+pub fn cloud_config(config: &InstallConfig, infra_id: &str, format: ConfigFormat) -> String {
+    let empty = VspherePlatform::default();
+    let p = config.platform.vsphere.as_ref().unwrap_or(&empty);
+    match format {
+        ConfigFormat::Yaml => yaml::render(p, &node_networking(config)),
+        ConfigFormat::Ini => ini::render(p, infra_id),
+    }
+}
+
+/// The plaintext `data` of the [`SECRET_NAME`] Secret: `<server>.username` and
+/// `<server>.password` for every vCenter (the caller base64-encodes it).
+pub fn secret_data(vsphere: &VspherePlatform) -> BTreeMap<String, String> {
+    vsphere
+        .vcenters
+        .iter()
+        .flat_map(|vc| {
+            [
+                (format!("{}.username", vc.server), vc.user.clone()),
+                (format!("{}.password", vc.server), vc.password.expose().to_owned()),
+            ]
+        })
+        .collect()
+}
+
+/// The datacenters the CCM looks in on `vcenter`: its own, then those of its failure domains
+/// not already listed (the installer's INI writer; its YAML writer lists only the vCenter's,
+/// which misses a failure domain in an unlisted datacenter).
+fn datacenters<'a>(p: &'a VspherePlatform, vcenter: &'a VCenter) -> Vec<&'a str> {
+    let mut all: Vec<&str> = vcenter.datacenters.iter().map(String::as_str).collect();
+    let domains = p.failure_domains.iter().filter(|fd| fd.server == vcenter.server);
+    for dc in domains.filter_map(|fd| fd.topology.datacenter.as_deref()) {
+        if !dc.is_empty() && !all.contains(&dc) {
+            all.push(dc);
+        }
+    }
+    all
+}
+
+fn machine_networks(config: &InstallConfig) -> Vec<String> {
+    config.networking.machine_network.iter().map(|n| n.cidr.clone()).collect()
+}
+
+/// `spec.platformSpec.vsphere` and `status.platformStatus.vsphere` of the Infrastructure.
+///
+/// The spec lists the vCenters, the failure domains that have a compute cluster and a network
+/// (each with its template, default `/<datacenter>/vm/<infraID>-rhcos-<name>`), the node
+/// networking, the VIPs, and the machine networks plus a `/32` (`/128`) for each VIP (the
+/// installer adds one unless that exact CIDR is already listed). The status has the VIPs (with the deprecated single-IP fields and the load balancer
+/// when there are VIPs) and the machine networks. Both are `{}` off vSphere.
+pub fn infrastructure(config: &InstallConfig, infra_id: &str) -> (Value, Value) {
+    let Some(p) = &config.platform.vsphere else {
+        return (json!({}), json!({}));
+    };
+    let networks = machine_networks(config);
+    let mut spec = json!({
+        "nodeNetworking": node_networking(config),
+        "apiServerInternalIPs": p.api_vips,
+        "ingressIPs": p.ingress_vips,
+        "machineNetworks": spec_machine_networks(p, &networks),
+    });
+    let vcenters: Vec<Value> = p.vcenters.iter().map(vcenter_spec).collect();
+    if !vcenters.is_empty() {
+        spec["vcenters"] = json!(vcenters);
+    }
+    let domains: Vec<Value> = p
+        .failure_domains
+        .iter()
+        .filter(|fd| {
+            let topology = &fd.topology;
+            topology.compute_cluster.as_deref().is_some_and(|c| !c.is_empty())
+                && topology.networks.first().is_some_and(|n| !n.is_empty())
+        })
+        .map(|fd| {
+            let t = &fd.topology;
+            let dc = t.datacenter.as_deref().unwrap_or_default();
+            let template = match t.template.as_deref().filter(|t| !t.is_empty()) {
+                Some(template) => template.to_owned(),
+                None => format!("/{dc}/vm/{infra_id}-rhcos-{}", fd.name),
+            };
+            let mut topology = json!({
+                "datacenter": dc,
+                "computeCluster": t.compute_cluster,
+                "networks": t.networks,
+                "datastore": t.datastore.as_deref().unwrap_or_default(),
+                "template": template,
+            });
+            for (key, value) in [("resourcePool", &t.resource_pool), ("folder", &t.folder)] {
+                if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
+                    topology[key] = json!(value);
+                }
+            }
+            json!({
+                "name": fd.name, "region": fd.region, "zone": fd.zone, "server": fd.server,
+                "topology": topology,
+            })
+        })
+        .collect();
+    if !domains.is_empty() {
+        spec["failureDomains"] = json!(domains);
+    }
+
+    let mut status = json!({
+        "apiServerInternalIPs": p.api_vips,
+        "ingressIPs": p.ingress_vips,
+        "machineNetworks": networks,
+    });
+    if let Some(api) = p.api_vips.first() {
+        status["apiServerInternalIP"] = json!(api);
+        if let Some(ingress) = p.ingress_vips.first() {
+            status["ingressIP"] = json!(ingress);
+        }
+        // Only as given: the installer sets no default, the CRD defaults it on the server.
+        if let Some(kind) = p.load_balancer.as_ref().and_then(|lb| lb.kind.as_ref()) {
+            status["loadBalancer"] = json!({"type": kind.as_str()});
+        }
+    }
+    (spec, status)
+}
+
+fn vcenter_spec(vc: &VCenter) -> Value {
+    let mut spec = json!({"server": vc.server, "datacenters": vc.datacenters});
+    if let Some(port) = vc.port.filter(|port| *port != 0) {
+        spec["port"] = json!(port);
+    }
+    spec
+}
+
+/// The machine networks, then a host CIDR for each VIP not already listed as one.
+fn spec_machine_networks(p: &VspherePlatform, networks: &[String]) -> Vec<String> {
+    let mut all = networks.to_vec();
+    for vip in p.api_vips.iter().chain(&p.ingress_vips) {
+        let v6 = vip.parse::<IpAddr>().map_or(vip.contains(':'), |ip| ip.is_ipv6());
+        let cidr = format!("{vip}/{}", if v6 { 128 } else { 32 });
+        if !all.contains(&cidr) {
+            all.push(cidr);
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests;
