@@ -7,8 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::aws::AwsKeys;
+use super::azure::ServicePrincipal;
+use super::gcp::ServiceAccount;
 use super::openstack::Cloud;
 use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
+use crate::installconfig::Secret;
 
 /// Asset id.
 pub const ID: AssetId = "cloud-access";
@@ -22,6 +26,26 @@ pub enum CloudAccess {
     None,
     /// The clouds.yaml entry named by `platform.openstack.cloud`, with its CA.
     OpenStack(Box<Cloud>),
+    /// Long-lived AWS keys.
+    Aws(AwsKeys),
+    /// The Azure service principal (subscription and tenant at least).
+    Azure(ServicePrincipal),
+    /// A GCP service-account key.
+    Gcp(ServiceAccount),
+    /// The IBM Cloud account and API key (IBM Cloud and PowerVS).
+    Ibm(IbmAccess),
+}
+
+/// What IBM Cloud and PowerVS need: the account the cloud config names, and the API key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IbmAccess {
+    /// The account ID (`--ibm-account-id`, or the API key's account).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+    /// `IC_API_KEY`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret>,
 }
 
 impl CloudAccess {

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::cloud_access::{self, CloudAccess};
 use super::openstack::lookup::{self, CloudFacts};
+use super::options::{self, Options};
 use super::provider::{CloudProviderConfig, Context};
 use super::{cluster_id, install_config, platform};
 use crate::formats::yaml::to_yaml;
@@ -71,18 +72,20 @@ impl Asset for CloudProviderConfigAsset {
         "Cloud Provider Config"
     }
     fn dependencies(&self) -> &'static [AssetId] {
-        &[install_config::ID, cluster_id::ID, cloud_access::ID, lookup::ID]
+        &[install_config::ID, cluster_id::ID, cloud_access::ID, lookup::ID, options::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
         let config: InstallConfig = parents.get(install_config::ID)?;
         let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
         let access: CloudAccess = parents.get(cloud_access::ID)?;
         let facts: Option<CloudFacts> = parents.get(lookup::ID)?;
+        let options: Options = parents.get(options::ID)?;
         let ctx = Context {
             config: &config,
             infra_id: &id.infra_id,
             access: &access,
             facts: facts.as_ref(),
+            options: &options,
         };
         let provider = platform::of(&config)?.provider;
         let Some(content) = provider.cloud_provider_config(&ctx)? else {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::cloud_access::{self, CloudAccess};
+use super::options::{self, Options};
 use super::provider::{Context, SecretData};
 use super::{cluster_id, install_config, platform};
 use crate::formats::yaml::to_yaml;
@@ -80,12 +81,13 @@ impl Asset for CredentialsAsset {
         "Cloud Credentials"
     }
     fn dependencies(&self) -> &'static [AssetId] {
-        &[install_config::ID, cluster_id::ID, cloud_access::ID]
+        &[install_config::ID, cluster_id::ID, cloud_access::ID, options::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
         let config: InstallConfig = parents.get(install_config::ID)?;
         let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
         let access: CloudAccess = parents.get(cloud_access::ID)?;
+        let options: Options = parents.get(options::ID)?;
         let row = platform::of(&config)?;
         let Some(name) = row.provider.secret_name() else {
             return Ok(Output::default());
@@ -94,8 +96,13 @@ impl Asset for CredentialsAsset {
         let data = if config.credentials_mode == Some(CredentialsMode::Manual) {
             None
         } else {
-            let ctx =
-                Context { config: &config, infra_id: &id.infra_id, access: &access, facts: None };
+            let ctx = Context {
+                config: &config,
+                infra_id: &id.infra_id,
+                access: &access,
+                facts: None,
+                options: &options,
+            };
             let data = row.provider.secret_data(&ctx)?;
             files.push(File::secret(SECRET_PATH, secret(name, NAMESPACE, &data)?));
             Some(data)

@@ -112,9 +112,14 @@ impl Asset for InfrastructureAsset {
             infra.spec.cloud_config =
                 CloudConfigRef { name: "cloud-provider-config".into(), key: Some("config".into()) };
         }
-        if let Some((key, spec, status)) = platform::of(&config)?.provider.infrastructure(&config) {
-            infra.spec.platform_spec.insert(key.into(), spec);
-            infra.status.platform_status.insert(key.into(), status);
+        let blocks = platform::of(&config)?.provider.infrastructure(&config, &id.infra_id);
+        if let Some((key, spec, status)) = blocks {
+            if !spec.is_null() {
+                infra.spec.platform_spec.insert(key.into(), spec);
+            }
+            if !status.is_null() {
+                infra.status.platform_status.insert(key.into(), status);
+            }
         }
         let file = File::new(PATH, to_yaml(&infra)?);
         Ok(Output::new(&infra)?.with_file(file))

@@ -28,6 +28,7 @@ pub mod install_config;
 pub mod none;
 pub mod nutanix;
 pub mod openstack;
+pub mod options;
 pub mod platform;
 pub mod powervs;
 pub mod provider;
@@ -50,6 +51,8 @@ pub struct Inputs {
     pub infra_id: Option<String>,
     /// How to ask the cloud (`openstack::lookup::Offline` with `--offline`).
     pub lookup: Option<Box<dyn Lookup>>,
+    /// Command-line choices that change the output.
+    pub options: options::Options,
     /// The container images.
     pub images: images::Images,
     /// What the installer left in `DIR/tls/`.
@@ -70,10 +73,11 @@ pub const MANIFEST_TARGETS: &[AssetId] = &[
 
 /// Every asset, in the order `graph` lists them.
 pub fn graph(inputs: Inputs) -> graph::Result<Graph> {
-    let Inputs { install_config, access, infra_id, lookup, images, tls } = inputs;
+    let Inputs { install_config, access, infra_id, lookup, options, images, tls } = inputs;
     let assets: Vec<Box<dyn Asset>> = vec![
         Box::new(install_config::InstallConfigAsset::new(install_config)),
         Box::new(cloud_access::CloudAccessAsset::new(access)),
+        Box::new(options::OptionsAsset::new(options)),
         Box::new(cluster_id::ClusterIdAsset::new(infra_id)),
         Box::new(cluster_config::ClusterConfigAsset),
         Box::new(trust_bundle::TrustBundleAsset),

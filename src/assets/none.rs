@@ -22,7 +22,11 @@ impl Provider for NoPlatform {}
 pub struct BareMetal;
 
 impl Provider for BareMetal {
-    fn infrastructure(&self, config: &InstallConfig) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        _: &str,
+    ) -> Option<(&'static str, Value, Value)> {
         let bm = config.platform.baremetal.as_ref()?;
         let load_balancer = bm
             .load_balancer
@@ -40,7 +44,11 @@ impl Provider for BareMetal {
 pub struct External;
 
 impl Provider for External {
-    fn infrastructure(&self, config: &InstallConfig) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        _: &str,
+    ) -> Option<(&'static str, Value, Value)> {
         let external = config.platform.external.as_ref()?;
         let spec = json!({"platformName": external.platform_name.as_deref().unwrap_or("Unknown")});
         // The installer sets the state only for `External`; otherwise it stays empty.
@@ -52,9 +60,3 @@ impl Provider for External {
         Some(("external", spec, status))
     }
 }
-
-/// A platform whose provider is not written yet: behaves as `none`.
-#[derive(Debug)]
-pub struct NotYet;
-
-impl Provider for NotYet {}

@@ -1,7 +1,7 @@
 //! The platform table: one row per install-config platform, in one flat list.
 
 use super::provider::Provider;
-use super::{none, openstack};
+use super::{aws, azure, gcp, ibmcloud, none, nutanix, openstack, powervs, vsphere};
 use crate::installconfig::InstallConfig;
 
 /// What ccm-assets knows about one platform.
@@ -17,21 +17,21 @@ pub struct Platform {
 
 /// Every platform install-config accepts.
 pub const PLATFORMS: &[Platform] = &[
-    Platform { name: "aws", infrastructure_type: "AWS", provider: &none::NotYet },
-    Platform { name: "azure", infrastructure_type: "Azure", provider: &none::NotYet },
+    Platform { name: "aws", infrastructure_type: "AWS", provider: &aws::Aws },
+    Platform { name: "azure", infrastructure_type: "Azure", provider: &azure::Azure },
     Platform { name: "baremetal", infrastructure_type: "BareMetal", provider: &none::BareMetal },
     Platform { name: "external", infrastructure_type: "External", provider: &none::External },
-    Platform { name: "gcp", infrastructure_type: "GCP", provider: &none::NotYet },
-    Platform { name: "ibmcloud", infrastructure_type: "IBMCloud", provider: &none::NotYet },
+    Platform { name: "gcp", infrastructure_type: "GCP", provider: &gcp::Gcp },
+    Platform { name: "ibmcloud", infrastructure_type: "IBMCloud", provider: &ibmcloud::IbmCloud },
     Platform { name: "none", infrastructure_type: "None", provider: &none::NoPlatform },
-    Platform { name: "nutanix", infrastructure_type: "Nutanix", provider: &none::NotYet },
+    Platform { name: "nutanix", infrastructure_type: "Nutanix", provider: &nutanix::Nutanix },
     Platform {
         name: "openstack",
         infrastructure_type: "OpenStack",
         provider: &openstack::OpenStack,
     },
-    Platform { name: "powervs", infrastructure_type: "PowerVS", provider: &none::NotYet },
-    Platform { name: "vsphere", infrastructure_type: "VSphere", provider: &none::NotYet },
+    Platform { name: "powervs", infrastructure_type: "PowerVS", provider: &powervs::PowerVs },
+    Platform { name: "vsphere", infrastructure_type: "VSphere", provider: &vsphere::Vsphere },
 ];
 
 /// The row for `name`.

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::cloud_access::CloudAccess;
 use super::openstack::lookup::CloudFacts;
+use super::options::Options;
 use crate::graph::{AssetError, File};
 use crate::installconfig::InstallConfig;
 
@@ -27,6 +28,8 @@ pub struct Context<'a> {
     pub access: &'a CloudAccess,
     /// What the OpenStack cloud told us (`None` elsewhere).
     pub facts: Option<&'a CloudFacts>,
+    /// Command-line choices that change the output.
+    pub options: &'a Options,
 }
 
 /// The cloud-provider ConfigMap's content; also what dependents read.
@@ -40,6 +43,9 @@ pub struct CloudProviderConfig {
     pub ca_bundle: Option<String>,
 }
 
+/// Where the upstream CCMs read the in-cluster `cloud-conf` (OpenShift's mount point).
+pub const CONFIG_DIR: &str = "/etc/kubernetes-cloud-config";
+
 /// The plaintext data of a Secret (the writer base64-encodes it).
 pub type SecretData = BTreeMap<String, String>;
 
@@ -48,8 +54,8 @@ pub type SecretData = BTreeMap<String, String>;
 pub struct SecretMount {
     /// Its name in `openshift-cloud-controller-manager`.
     pub name: &'static str,
-    /// Where it is mounted.
-    pub dir: &'static str,
+    /// Where it is mounted; `None` when the CCM reads it through the API.
+    pub dir: Option<&'static str>,
     /// The keys mounted (each as a file of the same name).
     pub keys: &'static [&'static str],
 }
@@ -69,6 +75,9 @@ pub struct CcmSpec {
     pub config_dir: &'static str,
     /// The in-cluster credentials Secret, when the CCM reads one from files.
     pub secret: Option<SecretMount>,
+    /// Whether the in-cluster CCM reads the `kube-system` credentials Secret through the API
+    /// (vSphere), so its service account is bound to the reader and watcher Roles too.
+    pub reads_credentials_secret: bool,
     /// Extra environment of the CCM container.
     pub env: &'static [(&'static str, &'static str)],
     /// A per-node companion DaemonSet (`azure-cloud-node-manager`): its name and binary.
@@ -122,7 +131,8 @@ pub trait Provider: Sync + std::fmt::Debug {
     }
 
     /// The Infrastructure's `platformSpec` and `platformStatus` blocks: (key, spec, status).
-    fn infrastructure(&self, _: &InstallConfig) -> Option<(&'static str, Value, Value)> {
+    /// A `Null` side is left out (the installer writes no spec block for Azure or GCP).
+    fn infrastructure(&self, _: &InstallConfig, _: &str) -> Option<(&'static str, Value, Value)> {
         None
     }
 }

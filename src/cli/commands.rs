@@ -5,9 +5,10 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
+use super::access;
 use super::resolve::{self, Env};
 use super::{Cli, Command, CreateArgs, CreateTarget, GraphFormat};
-use crate::assets::cloud_access::CloudAccess;
+use crate::assets::options::Options;
 use crate::assets::{self, Inputs};
 use crate::graph::{dot, store};
 use crate::installconfig::{self, clouds};
@@ -42,21 +43,24 @@ fn load_install_config(dir: &Path, env: &Env) -> anyhow::Result<installconfig::L
 }
 
 fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
-    let CreateArgs { dir, offline, infra_id, ccm_image, ccm_assets_image } = args;
+    let CreateArgs {
+        dir,
+        offline,
+        infra_id,
+        ccm_image,
+        ccm_assets_image,
+        ibm_account_id,
+        vsphere_config_format,
+    } = args;
     let images = resolve::images(ccm_image, ccm_assets_image);
     let env = Env::from_process().context("could not read the working directory")?;
     let config = load_install_config(&dir, &env)?.config;
     let mut reserved = vec![resolve::INSTALL_CONFIG.to_owned()];
-    let access = match config.platform.openstack.as_ref() {
-        Some(openstack) => {
-            let selected =
-                clouds::load(&clouds::search_paths(&env.clouds_search()), &openstack.cloud)?;
-            tracing::info!("Loaded cloud {:?} from {}", selected.name, selected.file.display());
-            reserved.extend(relative_to(&selected.file, &dir));
-            CloudAccess::OpenStack(Box::new(resolve::cloud(selected)?))
-        }
-        None => CloudAccess::None,
-    };
+    let ibm = access::IbmOptions { account_id: ibm_account_id, offline };
+    let (access, inputs) = access::load(&config, &env, &ibm)?;
+    reserved.extend(inputs.iter().filter_map(|file| relative_to(file, &dir)));
+    let vsphere_config_format = vsphere_config_format.parse().map_err(anyhow::Error::msg)?;
+    let options = Options { vsphere_config_format };
     let lookup = resolve::lookup(offline);
     let tls = resolve::tls(&dir)?;
     let inputs = Inputs {
@@ -64,6 +68,7 @@ fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
         access,
         infra_id,
         lookup: Some(lookup),
+        options,
         images,
         tls,
     };

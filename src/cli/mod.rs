@@ -1,5 +1,6 @@
 //! Command-line definitions and help text (the manual), and dispatch to the commands.
 
+mod access;
 mod commands;
 mod log;
 pub mod resolve;
@@ -150,6 +151,20 @@ pub struct CreateArgs {
     /// release this ccm-assets was built with (data/images.json).
     #[arg(long, value_name = "IMAGE")]
     pub ccm_assets_image: Option<String>,
+
+    /// Name this IBM Cloud account in the cloud config (IBM Cloud, PowerVS).
+    ///
+    /// The account of the IC_API_KEY. Required with --offline, where the account cannot be
+    /// looked up from the key.
+    #[arg(long, value_name = "ID")]
+    pub ibm_account_id: Option<String>,
+
+    /// Write the vSphere cloud config as yaml or as the legacy ini.
+    ///
+    /// The YAML form is what current vSphere CCMs read; the INI form ([Global],
+    /// [VirtualCenter "server"], [Workspace], [Labels]) is for older ones.
+    #[arg(long, value_name = "FORMAT", default_value = "yaml", value_parser = ["yaml", "ini"])]
+    pub vsphere_config_format: String,
 }
 
 /// Log levels, as the installer names them.

@@ -1,8 +1,8 @@
 //! Flags + environment + defaults → one resolved set of options; the only place env is read.
 //!
 //! Precedence, highest first: command-line flags, environment (`OS_CLOUD`,
-//! `OS_CLIENT_CONFIG_FILE`, `HOME`), install-config.yaml, built-in defaults. Assets never read
-//! the environment or flags themselves (STYLE.md d5).
+//! `OS_CLIENT_CONFIG_FILE`, `HOME`, and each cloud's credential variables), install-config.yaml,
+//! built-in defaults. Assets never read the environment or flags themselves (STYLE.md d5).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::assets::bootstrap::tls::{self, Tls};
 use crate::assets::images::Images;
 use crate::assets::openstack::{self, lookup};
-use crate::installconfig::{self, clouds};
+use crate::installconfig::{self, Secret, clouds};
 
 /// The environment variables ccm-assets reads, captured once.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,6 +23,36 @@ pub struct Env {
     pub home: Option<PathBuf>,
     /// The working directory, for `./clouds.yaml`.
     pub cwd: PathBuf,
+    /// Each cloud's credential variables (`AWS_*`, `AZURE_*`, `GOOGLE_APPLICATION_CREDENTIALS`,
+    /// `IC_API_KEY`).
+    pub credentials: CredentialVars,
+}
+
+/// The credential variables of the public clouds; the secret ones never print in `Debug`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CredentialVars {
+    /// `AWS_PROFILE`.
+    pub aws_profile: Option<String>,
+    /// `AWS_SHARED_CREDENTIALS_FILE`.
+    pub aws_shared_credentials_file: Option<PathBuf>,
+    /// `AWS_ACCESS_KEY_ID`.
+    pub aws_access_key_id: Option<String>,
+    /// `AWS_SECRET_ACCESS_KEY`.
+    pub aws_secret_access_key: Option<Secret>,
+    /// `AWS_SESSION_TOKEN` (refused: the cluster needs long-lived keys).
+    pub aws_session_token: Option<Secret>,
+    /// `AZURE_SUBSCRIPTION_ID`.
+    pub azure_subscription_id: Option<String>,
+    /// `AZURE_TENANT_ID`.
+    pub azure_tenant_id: Option<String>,
+    /// `AZURE_CLIENT_ID`.
+    pub azure_client_id: Option<String>,
+    /// `AZURE_CLIENT_SECRET`.
+    pub azure_client_secret: Option<Secret>,
+    /// `GOOGLE_APPLICATION_CREDENTIALS`: a service-account key file.
+    pub google_application_credentials: Option<PathBuf>,
+    /// `IC_API_KEY`: the IBM Cloud API key.
+    pub ic_api_key: Option<Secret>,
 }
 
 impl Env {
@@ -34,11 +64,28 @@ impl Env {
     /// Builds from a lookup function (tests pass a table).
     pub fn from_vars(var: impl Fn(&str) -> Option<OsString>, cwd: PathBuf) -> Env {
         let get = |name: &str| var(name).filter(|v| !v.is_empty());
+        let text = |name: &str| get(name).map(|v| v.to_string_lossy().into_owned());
+        let secret = |name: &str| text(name).map(Secret::new);
+        let credentials = CredentialVars {
+            aws_profile: text("AWS_PROFILE"),
+            aws_shared_credentials_file: get("AWS_SHARED_CREDENTIALS_FILE").map(PathBuf::from),
+            aws_access_key_id: text("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key: secret("AWS_SECRET_ACCESS_KEY"),
+            aws_session_token: secret("AWS_SESSION_TOKEN"),
+            azure_subscription_id: text("AZURE_SUBSCRIPTION_ID"),
+            azure_tenant_id: text("AZURE_TENANT_ID"),
+            azure_client_id: text("AZURE_CLIENT_ID"),
+            azure_client_secret: secret("AZURE_CLIENT_SECRET"),
+            google_application_credentials: get("GOOGLE_APPLICATION_CREDENTIALS")
+                .map(PathBuf::from),
+            ic_api_key: secret("IC_API_KEY"),
+        };
         Env {
-            os_cloud: get("OS_CLOUD").map(|v| v.to_string_lossy().into_owned()),
+            os_cloud: text("OS_CLOUD"),
             os_client_config_file: get("OS_CLIENT_CONFIG_FILE").map(PathBuf::from),
             home: get("HOME").map(PathBuf::from),
             cwd,
+            credentials,
         }
     }
 

@@ -6,6 +6,7 @@ mod create;
 mod gcfg_oracle;
 mod installconfig;
 mod openstack;
+mod platforms;
 mod real_openstack;
 mod support;
 mod validators;

@@ -8,7 +8,59 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::assets::cloud_access::CloudAccess;
+use crate::assets::provider::{self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData};
+use crate::graph::AssetError;
 use crate::installconfig::{AwsPlatform, InstallConfig, IpFamily, Secret};
+
+/// AWS's [`Provider`]: `[Global]` (+ dual stack), `aws-creds`, the upstream AWS CCM, which
+/// uses the control-plane instances' IAM role (no in-cluster Secret).
+#[derive(Debug)]
+pub struct Aws;
+
+impl Provider for Aws {
+    fn cloud_provider_config(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<Option<CloudProviderConfig>, AssetError> {
+        let config = cloud_config(ctx.config, ctx.infra_id);
+        Ok(Some(CloudProviderConfig { config, ca_bundle: ca_bundle(ctx.config) }))
+    }
+
+    fn secret_name(&self) -> Option<&'static str> {
+        Some(SECRET_NAME)
+    }
+
+    fn secret_data(&self, ctx: &Context<'_>) -> Result<SecretData, AssetError> {
+        match ctx.access {
+            CloudAccess::Aws(keys) => Ok(secret_data(keys)),
+            _ => Err("no AWS credentials were loaded".into()),
+        }
+    }
+
+    fn ccm(&self) -> Option<CcmSpec> {
+        Some(CcmSpec {
+            app: "aws-cloud-controller-manager",
+            command: "/bin/aws-cloud-controller-manager",
+            cloud_provider: "aws",
+            config_dir: provider::CONFIG_DIR,
+            secret: None,
+            reads_credentials_secret: false,
+            env: &[],
+            node_manager: None,
+        })
+    }
+
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        _: &str,
+    ) -> Option<(&'static str, Value, Value)> {
+        config.platform.aws.as_ref()?;
+        let (spec, status) = infrastructure(config);
+        Some((INFRASTRUCTURE_KEY, spec, status))
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -10,9 +10,89 @@ use serde_json::{Value, json};
 
 use self::go_json::go_json_indented;
 use super::aws::dns_type;
+use crate::assets::cloud_access::CloudAccess;
+use crate::assets::provider::{
+    self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount,
+};
+use crate::graph::AssetError;
 use crate::installconfig::{AzureCloudName, AzurePlatform, InstallConfig, Secret};
 
 pub(crate) mod go_json;
+fn principal<'a>(ctx: &Context<'a>) -> Result<&'a ServicePrincipal, AssetError> {
+    match ctx.access {
+        CloudAccess::Azure(principal) => Ok(principal),
+        _ => Err("no Azure service principal was loaded".into()),
+    }
+}
+
+/// Azure's [`Provider`]: the JSON cloud config, `azure-credentials`, the upstream Azure CCM
+/// with its `azure-cloud-node-manager` DaemonSet.
+#[derive(Debug)]
+pub struct Azure;
+
+impl Provider for Azure {
+    fn cloud_provider_config(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<Option<CloudProviderConfig>, AssetError> {
+        let config = cloud_config(ctx.config, ctx.infra_id, principal(ctx)?);
+        Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
+    }
+
+    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
+        serde_json::from_str::<serde_json::Value>(config)?;
+        Ok(config.to_owned())
+    }
+
+    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
+        self.in_cluster_config(config)
+    }
+
+    fn secret_name(&self) -> Option<&'static str> {
+        Some(SECRET_NAME)
+    }
+
+    fn secret_data(&self, ctx: &Context<'_>) -> Result<SecretData, AssetError> {
+        Ok(secret_data(principal(ctx)?, ctx.config, ctx.infra_id)?)
+    }
+
+    fn in_cluster_secret(&self, data: &SecretData) -> SecretData {
+        data.clone()
+    }
+
+    fn ccm(&self) -> Option<CcmSpec> {
+        Some(CcmSpec {
+            app: "azure-cloud-controller-manager",
+            command: "/bin/azure-cloud-controller-manager",
+            cloud_provider: "azure",
+            config_dir: provider::CONFIG_DIR,
+            secret: Some(SecretMount {
+                name: "azure-cloud-credentials",
+                dir: Some("/etc/azure/credentials"),
+                keys: &[
+                    "azure_client_id",
+                    "azure_client_secret",
+                    "azure_subscription_id",
+                    "azure_tenant_id",
+                ],
+            }),
+            reads_credentials_secret: false,
+            env: &[],
+            node_manager: Some(("azure-cloud-node-manager", "/bin/azure-cloud-node-manager")),
+        })
+    }
+
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        infra_id: &str,
+    ) -> Option<(&'static str, Value, Value)> {
+        config.platform.azure.as_ref()?;
+        let (spec, status) = infrastructure(config, infra_id);
+        Some((INFRASTRUCTURE_KEY, spec, status))
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -60,8 +60,8 @@ impl Run<'_> {
             vec![json!({"mountPath": spec.config_dir, "name": "config", "readOnly": true})];
         let mut volumes = vec![json!({"name": "config", "configMap": {"name": "cloud-conf",
             "items": [{"key": "cloud.conf", "path": "cloud.conf"}]}})];
-        if let Some(secret) = spec.secret {
-            mounts.push(json!({"mountPath": secret.dir, "name": "secret", "readOnly": true}));
+        if let Some((secret, dir)) = spec.secret.and_then(|s| Some((s, s.dir?))) {
+            mounts.push(json!({"mountPath": dir, "name": "secret", "readOnly": true}));
             let items: Vec<Value> =
                 secret.keys.iter().map(|k| json!({"key": k, "path": k})).collect();
             volumes.push(

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::cloud_provider_config::{self as cloud_conf};
 use super::credentials::{self, Credentials};
-use super::provider::{CcmSpec, CloudProviderConfig};
+use super::provider::CloudProviderConfig;
 use super::{cluster_id, install_config, platform};
 use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
@@ -59,7 +59,9 @@ impl Asset for CcmAsset {
         let config: InstallConfig = parents.get(install_config::ID)?;
         let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
         let provider_config: Option<CloudProviderConfig> = parents.get(cloud_conf::ID)?;
-        let creds: Credentials = parents.get(credentials::ID)?;
+        // `null` where the platform has no credentials Secret.
+        let creds: Option<Credentials> = parents.get(credentials::ID)?;
+        let creds = creds.and_then(|c| c.data);
         let row = platform::of(&config)?;
         let (Some(provider_config), Some(spec)) = (provider_config, row.provider.ccm()) else {
             return Ok(Output::default());
@@ -74,6 +76,7 @@ impl Asset for CcmAsset {
             secret: row.provider.secret_name(),
             platform: row.name,
             in_cluster_secret: spec.secret.map(|s| s.name),
+            reads_credentials_secret: spec.reads_credentials_secret,
         };
         for (name, object) in rbac::objects(&names) {
             output =
@@ -90,7 +93,7 @@ impl Asset for CcmAsset {
             "data": data,
         });
         output = output.with_file(File::new(CLOUD_CONF_PATH, to_yaml(&map)?));
-        let secret_data = match (spec.secret, &creds.data) {
+        let secret_data = match (spec.secret, &creds) {
             (Some(mount), Some(data)) => {
                 let data = row.provider.in_cluster_secret(data);
                 let secret = json!({
@@ -123,9 +126,4 @@ impl Asset for CcmAsset {
         }
         Ok(output)
     }
-}
-
-/// The spec of the platform in `config`, for other modules (the bootstrap pod).
-pub fn spec(config: &InstallConfig) -> Result<Option<CcmSpec>, AssetError> {
-    Ok(platform::of(config)?.provider.ccm())
 }

@@ -17,6 +17,8 @@ pub(super) struct Names<'a> {
     pub(super) platform: &'a str,
     /// The Secret the in-cluster CCM reads in its own namespace, when it reads one.
     pub(super) in_cluster_secret: Option<&'a str>,
+    /// Whether the in-cluster CCM also reads the `kube-system` Secret through the API.
+    pub(super) reads_credentials_secret: bool,
 }
 
 const SA: &str = "cloud-controller-manager";
@@ -60,7 +62,7 @@ fn role(kind: &str, name: &str, namespace: Option<&str>, rules: Value) -> Value 
 
 /// The objects, each with its file name under `manifests/ccm/`, in apply order.
 pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
-    let Names { app, secret, platform, in_cluster_secret } = *names;
+    let Names { app, secret, platform, in_cluster_secret, reads_credentials_secret } = *names;
     let mut out = vec![
         (
             "00-namespace.yaml".to_owned(),
@@ -124,10 +126,15 @@ pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
     ));
     if let Some(secret) = secret {
         let ns = Some(credentials::NAMESPACE);
+        let readers = if reads_credentials_secret {
+            json!([service_account(), user()])
+        } else {
+            json!([user()])
+        };
         let reader = credentials::reader_role(platform);
         out.push((
             "06-creds-reader-rolebinding.yaml".to_owned(),
-            binding("RoleBinding", &reader, ns, json!([user()])),
+            binding("RoleBinding", &reader, ns, readers.clone()),
         ));
         // The bootstrap CCM watches the credentials Secret (list + watch by name) to follow a
         // rotation; the installer's reader Role only grants `get`.
@@ -144,7 +151,7 @@ pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
         ));
         out.push((
             "08-creds-watcher-rolebinding.yaml".to_owned(),
-            binding("RoleBinding", &watcher, ns, json!([user()])),
+            binding("RoleBinding", &watcher, ns, readers),
         ));
     }
     out

@@ -12,7 +12,74 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::aws::dns_type;
+use crate::assets::cloud_access::CloudAccess;
+use crate::assets::provider::{self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData};
+use crate::formats::yaml::to_yaml;
+use crate::graph::AssetError;
+use crate::graph::File;
 use crate::installconfig::{GcpPlatform, InstallConfig, Secret};
+
+/// GCP's [`Provider`]: the gcfg cloud config and `kube-system/ingress-uid`, `gcp-credentials`,
+/// the upstream GCE CCM, which uses the control-plane instances' service account.
+#[derive(Debug)]
+pub struct Gcp;
+
+impl Provider for Gcp {
+    fn cloud_provider_config(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<Option<CloudProviderConfig>, AssetError> {
+        let config = cloud_config(ctx.config, ctx.infra_id);
+        Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
+    }
+
+    fn extra_manifests(&self, ctx: &Context<'_>) -> Result<Vec<File>, AssetError> {
+        Ok(vec![File::new(INGRESS_UID_PATH, to_yaml(&ingress_uid_config_map(ctx.infra_id))?)])
+    }
+
+    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
+        crate::formats::gcfg::parse(config)?;
+        Ok(config.to_owned())
+    }
+
+    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
+        self.in_cluster_config(config)
+    }
+
+    fn secret_name(&self) -> Option<&'static str> {
+        Some(SECRET_NAME)
+    }
+
+    fn secret_data(&self, ctx: &Context<'_>) -> Result<SecretData, AssetError> {
+        match ctx.access {
+            CloudAccess::Gcp(account) => Ok(secret_data(account)),
+            _ => Err("no GCP service account was loaded".into()),
+        }
+    }
+
+    fn ccm(&self) -> Option<CcmSpec> {
+        Some(CcmSpec {
+            app: "gcp-cloud-controller-manager",
+            command: "/bin/gcp-cloud-controller-manager",
+            cloud_provider: "gce",
+            config_dir: provider::CONFIG_DIR,
+            secret: None,
+            reads_credentials_secret: false,
+            env: &[],
+            node_manager: None,
+        })
+    }
+
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        _: &str,
+    ) -> Option<(&'static str, Value, Value)> {
+        config.platform.gcp.as_ref()?;
+        let (spec, status) = infrastructure(config);
+        Some((INFRASTRUCTURE_KEY, spec, status))
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -17,6 +17,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use crate::assets::cloud_access::{CloudAccess, IbmAccess};
+use crate::assets::provider::{
+    CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount,
+};
+use crate::graph::AssetError;
 use crate::installconfig::{IbmCloudPlatform, InstallConfig, Secret};
 use cloud_conf::{Vpc, service};
 
@@ -144,6 +149,90 @@ pub fn infrastructure(config: &InstallConfig, infra_id: &str) -> (Value, Value) 
     }
     (json!({}), status)
 }
+
+/// The account the cloud config names, from what the command loaded.
+pub fn account_id<'a>(ctx: &Context<'a>) -> Result<&'a str, AssetError> {
+    match ctx.access {
+        CloudAccess::Ibm(IbmAccess { account_id: Some(id), .. }) => Ok(id),
+        _ => Err("no IBM Cloud account ID: give it with --ibm-account-id".into()),
+    }
+}
+
+/// IBM Cloud's [`Provider`]: the `[global]/[kubernetes]/[provider]` config,
+/// `ibmcloud-credentials`, the IBM CCM reading the API key from `/etc/vpc`.
+#[derive(Debug)]
+pub struct IbmCloud;
+
+const APP: &str = "ibm-cloud-controller-manager";
+
+impl Provider for IbmCloud {
+    fn cloud_provider_config(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<Option<CloudProviderConfig>, AssetError> {
+        let ibm = ctx.config.platform.ibmcloud.as_ref().ok_or("not an IBM Cloud install-config")?;
+        let zones = regions::zones(&ibm.region).ok_or_else(|| {
+            format!("platform.ibmcloud.region: {:?} is not an IBM Cloud VPC region", ibm.region)
+        })?;
+        let group = resource_group_name(ibm, ctx.infra_id);
+        let config = cloud_config(ibm, ctx.infra_id, account_id(ctx)?, group, zones);
+        Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
+    }
+
+    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
+        crate::formats::gcfg::parse(config)?;
+        Ok(config.to_owned())
+    }
+
+    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
+        self.in_cluster_config(config)
+    }
+
+    fn secret_name(&self) -> Option<&'static str> {
+        Some(SECRET_NAME)
+    }
+
+    fn secret_data(&self, ctx: &Context<'_>) -> Result<SecretData, AssetError> {
+        match ctx.access {
+            CloudAccess::Ibm(IbmAccess { api_key: Some(key), .. }) => Ok(secret_data(key)),
+            _ => Err(format!("{API_KEY_ENV} is not set").into()),
+        }
+    }
+
+    fn in_cluster_secret(&self, data: &SecretData) -> SecretData {
+        data.clone()
+    }
+
+    fn ccm(&self) -> Option<CcmSpec> {
+        Some(IBM_CCM)
+    }
+
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        infra_id: &str,
+    ) -> Option<(&'static str, Value, Value)> {
+        config.platform.ibmcloud.as_ref()?;
+        let (spec, status) = infrastructure(config, infra_id);
+        Some((INFRASTRUCTURE_KEY, spec, status))
+    }
+}
+
+/// The IBM CCM as IBM Cloud runs it (PowerVS runs the same binary).
+pub const IBM_CCM: CcmSpec = CcmSpec {
+    app: APP,
+    command: "/bin/ibm-cloud-controller-manager",
+    cloud_provider: "ibm",
+    config_dir: "/etc/ibm",
+    secret: Some(SecretMount {
+        name: "ibm-cloud-credentials",
+        dir: Some("/etc/vpc"),
+        keys: &["ibmcloud_api_key"],
+    }),
+    reads_credentials_secret: false,
+    env: &[],
+    node_manager: None,
+};
 
 #[cfg(test)]
 mod tests;

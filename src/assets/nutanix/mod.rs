@@ -7,7 +7,70 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::azure::go_json::{go_html_escape, go_json_indented};
+use crate::assets::provider::{
+    self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount,
+};
+use crate::graph::AssetError;
 use crate::installconfig::{InstallConfig, LoadBalancerType, NutanixPlatform, PrismEndpoint};
+
+/// Nutanix's [`Provider`]: the JSON config naming `nutanix-credentials`, the upstream Nutanix
+/// CCM reading that Secret through the API in its own namespace.
+#[derive(Debug)]
+pub struct Nutanix;
+
+impl Provider for Nutanix {
+    fn cloud_provider_config(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<Option<CloudProviderConfig>, AssetError> {
+        let config = cloud_config(ctx.config, ctx.infra_id);
+        Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
+    }
+
+    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
+        serde_json::from_str::<serde_json::Value>(config)?;
+        Ok(config.to_owned())
+    }
+
+    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
+        self.in_cluster_config(config)
+    }
+
+    fn secret_name(&self) -> Option<&'static str> {
+        Some(SECRET_NAME)
+    }
+
+    fn secret_data(&self, ctx: &Context<'_>) -> Result<SecretData, AssetError> {
+        Ok(secret_data(ctx.config))
+    }
+
+    fn in_cluster_secret(&self, data: &SecretData) -> SecretData {
+        data.clone()
+    }
+
+    fn ccm(&self) -> Option<CcmSpec> {
+        Some(CcmSpec {
+            app: "nutanix-cloud-controller-manager",
+            command: "/bin/nutanix-cloud-controller-manager",
+            cloud_provider: "nutanix",
+            config_dir: provider::CONFIG_DIR,
+            secret: Some(SecretMount { name: SECRET_NAME, dir: None, keys: &["credentials"] }),
+            reads_credentials_secret: false,
+            env: &[],
+            node_manager: None,
+        })
+    }
+
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        _: &str,
+    ) -> Option<(&'static str, Value, Value)> {
+        config.platform.nutanix.as_ref()?;
+        let (spec, status) = infrastructure(config);
+        Some((INFRASTRUCTURE_KEY, spec, status))
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -92,15 +92,20 @@ impl Provider for OpenStack {
             config_dir: "/etc/openstack/config",
             secret: Some(SecretMount {
                 name: "openstack-cloud-credentials",
-                dir: "/etc/openstack/secret",
+                dir: Some("/etc/openstack/secret"),
                 keys: &["clouds.yaml"],
             }),
+            reads_credentials_secret: false,
             env: &[],
             node_manager: None,
         })
     }
 
-    fn infrastructure(&self, config: &InstallConfig) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        _: &str,
+    ) -> Option<(&'static str, Value, Value)> {
         let os = config.platform.openstack.as_ref()?;
         let (spec, status) = infrastructure(os, config);
         Some(("openstack", spec, status))

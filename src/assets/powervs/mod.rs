@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 
 use super::ibmcloud::cloud_conf::{self, Vpc, service};
 use super::ibmcloud::regions;
+use crate::assets::provider::{CcmSpec, CloudProviderConfig, Context, Provider};
+use crate::graph::AssetError;
 use crate::installconfig::{InstallConfig, PowerVsPlatform};
 
 /// The key of `spec.platformSpec` and `status.platformStatus` in the Infrastructure.
@@ -118,6 +120,49 @@ pub fn infrastructure(config: &InstallConfig) -> (Value, Value) {
         status["serviceEndpoints"] = json!(pvs.service_endpoints);
     }
     (spec, status)
+}
+
+/// PowerVS's [`Provider`]: the IBM config with the PowerVS keys, the IBM CCM (no credentials
+/// Secret: PowerVS accepts only `credentialsMode: Manual`).
+#[derive(Debug)]
+pub struct PowerVs;
+
+impl Provider for PowerVs {
+    fn cloud_provider_config(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<Option<CloudProviderConfig>, AssetError> {
+        let pvs = ctx.config.platform.powervs.as_ref().ok_or("not a PowerVS install-config")?;
+        let account = crate::assets::ibmcloud::account_id(ctx)?;
+        let config = cloud_config(pvs, ctx.infra_id, account);
+        Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
+    }
+
+    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
+        crate::formats::gcfg::parse(config)?;
+        Ok(config.to_owned())
+    }
+
+    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
+        self.in_cluster_config(config)
+    }
+
+    fn ccm(&self) -> Option<CcmSpec> {
+        Some(CcmSpec {
+            app: "powervs-cloud-controller-manager",
+            ..crate::assets::ibmcloud::IBM_CCM
+        })
+    }
+
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        _: &str,
+    ) -> Option<(&'static str, Value, Value)> {
+        config.platform.powervs.as_ref()?;
+        let (spec, status) = infrastructure(config);
+        Some((INFRASTRUCTURE_KEY, spec, status))
+    }
 }
 
 #[cfg(test)]

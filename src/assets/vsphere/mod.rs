@@ -21,6 +21,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::assets::provider::{self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData};
+use crate::graph::AssetError;
 use crate::installconfig::{InstallConfig, VCenter, VspherePlatform};
 
 /// The kube-system Secret with each vCenter's credentials; the config points the CCM at it.
@@ -259,6 +261,57 @@ fn spec_machine_networks(p: &VspherePlatform, networks: &[String]) -> Vec<String
         }
     }
     all
+}
+
+/// vSphere's [`Provider`]: the YAML (or legacy INI) config, `vsphere-creds` from the
+/// install-config's vCenters, the upstream vSphere CCM reading that Secret through the API.
+#[derive(Debug)]
+pub struct Vsphere;
+
+impl Provider for Vsphere {
+    fn cloud_provider_config(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<Option<CloudProviderConfig>, AssetError> {
+        let format = ctx.options.vsphere_config_format;
+        let config = cloud_config(ctx.config, ctx.infra_id, format);
+        Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
+    }
+
+    fn secret_name(&self) -> Option<&'static str> {
+        Some(SECRET_NAME)
+    }
+
+    fn secret_data(&self, ctx: &Context<'_>) -> Result<SecretData, AssetError> {
+        let vsphere = ctx.config.platform.vsphere.as_ref().ok_or("not a vSphere install-config")?;
+        Ok(secret_data(vsphere))
+    }
+
+    fn ccm(&self) -> Option<CcmSpec> {
+        Some(CcmSpec {
+            app: "vsphere-cloud-controller-manager",
+            command: "/bin/vsphere-cloud-controller-manager",
+            cloud_provider: "vsphere",
+            config_dir: provider::CONFIG_DIR,
+            secret: None,
+            reads_credentials_secret: true,
+            env: &[
+                ("VSPHERE_SECRET_NAME", SECRET_NAME),
+                ("VSPHERE_SECRET_NAMESPACE", SECRET_NAMESPACE),
+            ],
+            node_manager: None,
+        })
+    }
+
+    fn infrastructure(
+        &self,
+        config: &InstallConfig,
+        infra_id: &str,
+    ) -> Option<(&'static str, Value, Value)> {
+        config.platform.vsphere.as_ref()?;
+        let (spec, status) = infrastructure(config, infra_id);
+        Some((INFRASTRUCTURE_KEY, spec, status))
+    }
 }
 
 #[cfg(test)]

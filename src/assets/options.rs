@@ -1,0 +1,48 @@
+//! `options`: the command-line choices that change generated content.
+//!
+//! An asset, so that changing one (`--vsphere-config-format ini`) regenerates what depends on
+//! it, as a changed input does.
+
+use serde::{Deserialize, Serialize};
+
+use super::vsphere::ConfigFormat;
+use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
+
+/// Asset id.
+pub const ID: AssetId = "options";
+
+/// The choices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Options {
+    /// `--vsphere-config-format`: the vSphere cloud config as YAML (default) or legacy INI.
+    pub vsphere_config_format: ConfigFormat,
+}
+
+/// Carries the command's [`Options`] into the graph.
+#[derive(Debug)]
+pub struct OptionsAsset {
+    options: Options,
+}
+
+impl OptionsAsset {
+    /// Wraps what the command line chose.
+    pub fn new(options: Options) -> OptionsAsset {
+        OptionsAsset { options }
+    }
+}
+
+impl Asset for OptionsAsset {
+    fn id(&self) -> AssetId {
+        ID
+    }
+    fn name(&self) -> &'static str {
+        "Command-line Options"
+    }
+    fn dependencies(&self) -> &'static [AssetId] {
+        &[]
+    }
+    fn generate(&self, _: &Parents<'_>) -> Result<Output, AssetError> {
+        Output::new(&self.options)
+    }
+}

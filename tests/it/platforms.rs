@@ -1,0 +1,228 @@
+//! Every other platform's outputs, golden, for its example and each variant issue 5 names
+//! (tests/fixtures/<platform>/<variant>), plus the credentialsMode rules end to end.
+//!
+//! Credentials come from fixture files in the run's `$HOME` (tests/fixtures/credentials), as a
+//! user's would; IBM's account is given with `--ibm-account-id` (offline).
+
+use crate::assert_golden;
+use crate::support::{Test, outputs, repo};
+
+/// The IBM account ID the tests name.
+const ACCOUNT: &str = "0123456789abcdef0123456789abcdef";
+
+/// The platforms of issue 5 plus the no-ops, in the order their goldens are listed.
+pub(crate) const PLATFORMS: [&str; 10] = [
+    "aws",
+    "azure",
+    "baremetal",
+    "external",
+    "gcp",
+    "ibmcloud",
+    "none",
+    "nutanix",
+    "powervs",
+    "vsphere",
+];
+
+/// Gives `t` the credential files every platform reads.
+pub(crate) fn with_credentials(t: Test) -> Test {
+    let fixture = |name: &str| {
+        std::fs::read_to_string(repo().join("tests/fixtures/credentials").join(name)).unwrap()
+    };
+    t.home_file(".aws/credentials", &fixture("aws-credentials"))
+        .home_file(".azure/osServicePrincipal.json", &fixture("osServicePrincipal.json"))
+        .home_file(".gcp/osServiceAccount.json", &fixture("osServiceAccount.json"))
+        .env("IC_API_KEY", "example-ibm-key-DO-NOT-LOG")
+}
+
+/// `create manifests` offline with a pinned infra ID and account.
+pub(crate) fn create_args(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "create",
+        "manifests",
+        "--dir",
+        "{dir}",
+        "--offline",
+        "--infra-id",
+        "demo-x7k2p",
+        "--ibm-account-id",
+        ACCOUNT,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    args
+}
+
+fn create(t: Test, extra: &[&str]) -> Test {
+    let args = create_args(extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let t = with_credentials(t).args(&args);
+    t.expect(0);
+    t
+}
+
+/// `(name, test)` for every example but OpenStack's and every fixture variant of these
+/// platforms, each ready to run; a new fixture directory is picked up without touching this.
+pub(crate) fn cases() -> Vec<(String, Test)> {
+    let mut out = Vec::new();
+    for platform in PLATFORMS {
+        if repo().join("assets/examples").join(platform).is_dir() {
+            out.push((platform.to_owned(), Test::new().example(platform)));
+        }
+        let Ok(entries) = std::fs::read_dir(repo().join("tests/fixtures").join(platform)) else {
+            continue;
+        };
+        let mut variants: Vec<String> =
+            entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        variants.sort();
+        for variant in variants {
+            let case = format!("{platform}/{variant}");
+            out.push((case.replace('/', "-"), Test::new().fixture(&case)));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_platform_output_matches_its_golden_file() {
+    for (name, t) in cases() {
+        let t = create(t, &[]);
+        assert_golden!(name.as_str(), outputs(&t.dir()));
+    }
+}
+
+#[test]
+fn vsphere_legacy_ini_config_matches_its_golden_file() {
+    for (name, t) in [
+        ("vsphere-ini", Test::new().example("vsphere")),
+        ("vsphere-one-failure-domain-ini", Test::new().fixture("vsphere/one-failure-domain")),
+    ] {
+        let t = create(t, &["--vsphere-config-format", "ini"]);
+        assert_golden!(name, t.read("manifests/cloud-provider-config.yaml"));
+    }
+}
+
+#[test]
+fn no_secret_value_is_ever_logged() {
+    for (name, t) in cases() {
+        let args = create_args(&["--log-level", "debug"]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = with_credentials(t).args(&args).expect(0);
+        let logs = format!("{}{}", run.stdout, run.stderr);
+        assert!(!logs.contains("DO-NOT-LOG"), "{name}: a secret reached the logs:\n{logs}");
+        assert!(!logs.contains("example-password"), "{name}: a password reached the logs");
+    }
+}
+
+#[test]
+fn platforms_without_a_cloud_config_write_no_ccm_and_say_so() {
+    for case in ["none/plain", "baremetal/plain", "external/plain", "external/ccm-external"] {
+        let t = with_credentials(Test::new().fixture(case));
+        let args = create_args(&[]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let t = t.args(&args);
+        let run = t.expect(0);
+        assert!(run.stderr.contains("has no cloud-provider config"), "{case}: {}", run.stderr);
+        for absent in
+            ["manifests/cloud-provider-config.yaml", "manifests/ccm", "bootstrap/manifests"]
+        {
+            assert!(!t.dir().join(absent).exists(), "{case}: {absent} was written");
+        }
+        let infra = t.read("manifests/cluster-infrastructure-02-config.yml");
+        assert!(infra.contains("  cloudConfig:\n    name: \"\"\n"), "{case}:\n{infra}");
+        // The bootstrap stage still runs, and renders nothing.
+        let out = t.dir().join("rendered");
+        let run = Test::new()
+            .args(&[
+                "render",
+                "--asset-dir",
+                &t.dir().display().to_string(),
+                "--dest-dir",
+                &out.display().to_string(),
+            ])
+            .expect(0);
+        assert!(run.stderr.contains("nothing to render"), "{case}: {}", run.stderr);
+    }
+}
+
+/// One row per credentialsMode rule the installer validates: (example, mode, accepted).
+const MODE_RULES: &[(&str, &str, bool)] = &[
+    ("aws", "Mint", true),
+    ("aws", "Passthrough", true),
+    ("aws", "Manual", true),
+    ("gcp", "Mint", true),
+    ("gcp", "Passthrough", true),
+    ("gcp", "Manual", true),
+    ("azure", "Passthrough", true),
+    ("azure", "Manual", true),
+    ("azure", "Mint", false),
+    ("ibmcloud", "Manual", true),
+    ("ibmcloud", "Passthrough", false),
+    ("powervs", "Manual", true),
+    ("powervs", "Mint", false),
+    ("nutanix", "Manual", true),
+    ("nutanix", "Passthrough", false),
+    ("vsphere", "Manual", false),
+];
+
+#[test]
+fn credentials_mode_rules_decide_the_secret() {
+    for &(platform, mode, accepted) in MODE_RULES {
+        let t = Test::new().example(platform);
+        let config = t.read("install-config.yaml").replace("credentialsMode: Manual\n", "");
+        let config = format!("credentialsMode: {mode}\n{config}");
+        let t = t.file("install-config.yaml", &config);
+        let args = create_args(&[]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let t = with_credentials(t).args(&args);
+        if !accepted {
+            let run = t.expect(3);
+            assert!(run.stderr.contains("credentialsMode: "), "{platform} {mode}: {}", run.stderr);
+            continue;
+        }
+        t.expect(0);
+        let secret = t.dir().join("openshift/99_cloud-creds-secret.yaml").exists();
+        assert_eq!(secret, mode != "Manual", "{platform} {mode}: credentials Secret written?");
+    }
+}
+
+#[test]
+fn azure_stack_accepts_only_manual_credentials() {
+    let t = Test::new().fixture("azure/stack");
+    let config = format!("credentialsMode: Passthrough\n{}", t.read("install-config.yaml"));
+    let args = create_args(&[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = with_credentials(t.file("install-config.yaml", &config)).args(&args).expect(3);
+    assert!(run.stderr.contains("supported values: \"Manual\""), "{}", run.stderr);
+}
+
+#[test]
+fn missing_credentials_name_every_place_looked() {
+    for (platform, expected) in [
+        ("aws", "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+        ("azure", "no Azure credentials: set AZURE_SUBSCRIPTION_ID"),
+        ("gcp", "no GCP credentials: set GOOGLE_APPLICATION_CREDENTIALS"),
+    ] {
+        let args = create_args(&[]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let t = Test::new().example(platform).args(&args);
+        let before = crate::support::tree(&t.dir());
+        let run = t.expect(1);
+        assert!(run.stderr.contains(expected), "{platform}: {}", run.stderr);
+        assert_eq!(crate::support::tree(&t.dir()), before, "{platform}: nothing may be written");
+    }
+}
+
+#[test]
+fn ibm_offline_needs_the_account_id() {
+    let t = with_credentials(Test::new().example("ibmcloud")).args(&[
+        "create",
+        "manifests",
+        "--dir",
+        "{dir}",
+        "--offline",
+    ]);
+    let run = t.expect(1);
+    assert!(run.stderr.contains("give it with --ibm-account-id"), "{}", run.stderr);
+}
