@@ -84,6 +84,51 @@ pub struct CcmSpec {
     pub node_manager: Option<(&'static str, &'static str)>,
 }
 
+impl CcmSpec {
+    /// An upstream CCM as OpenShift runs it: config mounted at [`CONFIG_DIR`], no Secret
+    /// mounted, no extra environment, no companion.
+    pub const fn upstream(
+        app: &'static str,
+        command: &'static str,
+        cloud_provider: &'static str,
+    ) -> CcmSpec {
+        CcmSpec {
+            app,
+            command,
+            cloud_provider,
+            config_dir: CONFIG_DIR,
+            secret: None,
+            reads_credentials_secret: false,
+            env: &[],
+            node_manager: None,
+        }
+    }
+}
+
+/// The format of a platform's cloud config, checked before a (possibly edited) config is
+/// passed on to a CCM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// gcfg/INI (OpenStack, AWS, GCP, IBM Cloud, PowerVS, vSphere's legacy form).
+    Gcfg,
+    /// JSON (Azure, Nutanix).
+    Json,
+    /// Not checked (vSphere, whose YAML and INI forms are both accepted by its CCM).
+    Unchecked,
+}
+
+impl Syntax {
+    /// `Ok` when `config` parses in this syntax.
+    pub fn check(self, config: &str) -> Result<(), AssetError> {
+        match self {
+            Syntax::Gcfg => drop(crate::formats::gcfg::parse(config)?),
+            Syntax::Json => drop(serde_json::from_str::<Value>(config)?),
+            Syntax::Unchecked => {}
+        }
+        Ok(())
+    }
+}
+
 /// What one platform contributes. Every method defaults to "nothing".
 pub trait Provider: Sync + std::fmt::Debug {
     /// The cloud-provider ConfigMap content; `None` when the platform has no cloud config.
@@ -99,14 +144,21 @@ pub trait Provider: Sync + std::fmt::Debug {
         Ok(Vec::new())
     }
 
-    /// The in-cluster CCM's config, derived from the (possibly edited) ConfigMap's `config`.
+    /// The format of `config`.
+    fn syntax(&self) -> Syntax {
+        Syntax::Unchecked
+    }
+
+    /// The in-cluster CCM's config, derived from the (possibly edited) ConfigMap's `config`:
+    /// by default the same text, once it parses.
     fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
+        self.syntax().check(config)?;
         Ok(config.to_owned())
     }
 
     /// The bootstrap CCM's config, derived the same way (also run by `render`).
     fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
-        Ok(config.to_owned())
+        self.in_cluster_config(config)
     }
 
     /// The name of the `kube-system` credentials Secret; its reader Role is always written.

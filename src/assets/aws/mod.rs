@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::assets::cloud_access::CloudAccess;
-use crate::assets::provider::{self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData};
+use crate::assets::provider::{
+    CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,
+};
 use crate::graph::AssetError;
 use crate::installconfig::{AwsPlatform, InstallConfig, IpFamily, Secret};
 
@@ -27,6 +29,10 @@ impl Provider for Aws {
         Ok(Some(CloudProviderConfig { config, ca_bundle: ca_bundle(ctx.config) }))
     }
 
+    fn syntax(&self) -> Syntax {
+        Syntax::Gcfg
+    }
+
     fn secret_name(&self) -> Option<&'static str> {
         Some(SECRET_NAME)
     }
@@ -39,16 +45,11 @@ impl Provider for Aws {
     }
 
     fn ccm(&self) -> Option<CcmSpec> {
-        Some(CcmSpec {
-            app: "aws-cloud-controller-manager",
-            command: "/bin/aws-cloud-controller-manager",
-            cloud_provider: "aws",
-            config_dir: provider::CONFIG_DIR,
-            secret: None,
-            reads_credentials_secret: false,
-            env: &[],
-            node_manager: None,
-        })
+        Some(CcmSpec::upstream(
+            "aws-cloud-controller-manager",
+            "/bin/aws-cloud-controller-manager",
+            "aws",
+        ))
     }
 
     fn infrastructure(

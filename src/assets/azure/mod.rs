@@ -12,7 +12,7 @@ use self::go_json::go_json_indented;
 use super::aws::dns_type;
 use crate::assets::cloud_access::CloudAccess;
 use crate::assets::provider::{
-    self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount,
+    CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
 };
 use crate::graph::AssetError;
 use crate::installconfig::{AzureCloudName, AzurePlatform, InstallConfig, Secret};
@@ -39,13 +39,8 @@ impl Provider for Azure {
         Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
     }
 
-    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
-        serde_json::from_str::<serde_json::Value>(config)?;
-        Ok(config.to_owned())
-    }
-
-    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
-        self.in_cluster_config(config)
+    fn syntax(&self) -> Syntax {
+        Syntax::Json
     }
 
     fn secret_name(&self) -> Option<&'static str> {
@@ -62,10 +57,6 @@ impl Provider for Azure {
 
     fn ccm(&self) -> Option<CcmSpec> {
         Some(CcmSpec {
-            app: "azure-cloud-controller-manager",
-            command: "/bin/azure-cloud-controller-manager",
-            cloud_provider: "azure",
-            config_dir: provider::CONFIG_DIR,
             secret: Some(SecretMount {
                 name: "azure-cloud-credentials",
                 dir: Some("/etc/azure/credentials"),
@@ -76,9 +67,12 @@ impl Provider for Azure {
                     "azure_tenant_id",
                 ],
             }),
-            reads_credentials_secret: false,
-            env: &[],
             node_manager: Some(("azure-cloud-node-manager", "/bin/azure-cloud-node-manager")),
+            ..CcmSpec::upstream(
+                "azure-cloud-controller-manager",
+                "/bin/azure-cloud-controller-manager",
+                "azure",
+            )
         })
     }
 

@@ -13,7 +13,9 @@ use serde_json::{Map, Value, json};
 
 use super::aws::dns_type;
 use crate::assets::cloud_access::CloudAccess;
-use crate::assets::provider::{self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData};
+use crate::assets::provider::{
+    CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,
+};
 use crate::formats::yaml::to_yaml;
 use crate::graph::AssetError;
 use crate::graph::File;
@@ -37,13 +39,8 @@ impl Provider for Gcp {
         Ok(vec![File::new(INGRESS_UID_PATH, to_yaml(&ingress_uid_config_map(ctx.infra_id))?)])
     }
 
-    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
-        crate::formats::gcfg::parse(config)?;
-        Ok(config.to_owned())
-    }
-
-    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
-        self.in_cluster_config(config)
+    fn syntax(&self) -> Syntax {
+        Syntax::Gcfg
     }
 
     fn secret_name(&self) -> Option<&'static str> {
@@ -58,16 +55,11 @@ impl Provider for Gcp {
     }
 
     fn ccm(&self) -> Option<CcmSpec> {
-        Some(CcmSpec {
-            app: "gcp-cloud-controller-manager",
-            command: "/bin/gcp-cloud-controller-manager",
-            cloud_provider: "gce",
-            config_dir: provider::CONFIG_DIR,
-            secret: None,
-            reads_credentials_secret: false,
-            env: &[],
-            node_manager: None,
-        })
+        Some(CcmSpec::upstream(
+            "gcp-cloud-controller-manager",
+            "/bin/gcp-cloud-controller-manager",
+            "gce",
+        ))
     }
 
     fn infrastructure(

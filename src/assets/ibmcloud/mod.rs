@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::assets::cloud_access::{CloudAccess, IbmAccess};
 use crate::assets::provider::{
-    CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount,
+    CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
 };
 use crate::graph::AssetError;
 use crate::installconfig::{IbmCloudPlatform, InstallConfig, Secret};
@@ -179,13 +179,8 @@ impl Provider for IbmCloud {
         Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
     }
 
-    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
-        crate::formats::gcfg::parse(config)?;
-        Ok(config.to_owned())
-    }
-
-    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
-        self.in_cluster_config(config)
+    fn syntax(&self) -> Syntax {
+        Syntax::Gcfg
     }
 
     fn secret_name(&self) -> Option<&'static str> {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::azure::go_json::{go_html_escape, go_json_indented};
 use crate::assets::provider::{
-    self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount,
+    CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
 };
 use crate::graph::AssetError;
 use crate::installconfig::{InstallConfig, LoadBalancerType, NutanixPlatform, PrismEndpoint};
@@ -27,13 +27,8 @@ impl Provider for Nutanix {
         Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
     }
 
-    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
-        serde_json::from_str::<serde_json::Value>(config)?;
-        Ok(config.to_owned())
-    }
-
-    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
-        self.in_cluster_config(config)
+    fn syntax(&self) -> Syntax {
+        Syntax::Json
     }
 
     fn secret_name(&self) -> Option<&'static str> {
@@ -50,14 +45,12 @@ impl Provider for Nutanix {
 
     fn ccm(&self) -> Option<CcmSpec> {
         Some(CcmSpec {
-            app: "nutanix-cloud-controller-manager",
-            command: "/bin/nutanix-cloud-controller-manager",
-            cloud_provider: "nutanix",
-            config_dir: provider::CONFIG_DIR,
             secret: Some(SecretMount { name: SECRET_NAME, dir: None, keys: &["credentials"] }),
-            reads_credentials_secret: false,
-            env: &[],
-            node_manager: None,
+            ..CcmSpec::upstream(
+                "nutanix-cloud-controller-manager",
+                "/bin/nutanix-cloud-controller-manager",
+                "nutanix",
+            )
         })
     }
 

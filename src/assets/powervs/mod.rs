@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::ibmcloud::cloud_conf::{self, Vpc, service};
 use super::ibmcloud::regions;
-use crate::assets::provider::{CcmSpec, CloudProviderConfig, Context, Provider};
+use crate::assets::provider::{CcmSpec, CloudProviderConfig, Context, Provider, Syntax};
 use crate::graph::AssetError;
 use crate::installconfig::{InstallConfig, PowerVsPlatform};
 
@@ -138,13 +138,8 @@ impl Provider for PowerVs {
         Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
     }
 
-    fn in_cluster_config(&self, config: &str) -> Result<String, AssetError> {
-        crate::formats::gcfg::parse(config)?;
-        Ok(config.to_owned())
-    }
-
-    fn bootstrap_config(&self, config: &str) -> Result<String, AssetError> {
-        self.in_cluster_config(config)
+    fn syntax(&self) -> Syntax {
+        Syntax::Gcfg
     }
 
     fn ccm(&self) -> Option<CcmSpec> {

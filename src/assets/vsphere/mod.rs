@@ -21,7 +21,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::assets::provider::{self, CcmSpec, CloudProviderConfig, Context, Provider, SecretData};
+use crate::assets::provider::{CcmSpec, CloudProviderConfig, Context, Provider, SecretData};
 use crate::graph::AssetError;
 use crate::installconfig::{InstallConfig, VCenter, VspherePlatform};
 
@@ -289,17 +289,16 @@ impl Provider for Vsphere {
 
     fn ccm(&self) -> Option<CcmSpec> {
         Some(CcmSpec {
-            app: "vsphere-cloud-controller-manager",
-            command: "/bin/vsphere-cloud-controller-manager",
-            cloud_provider: "vsphere",
-            config_dir: provider::CONFIG_DIR,
-            secret: None,
             reads_credentials_secret: true,
             env: &[
                 ("VSPHERE_SECRET_NAME", SECRET_NAME),
                 ("VSPHERE_SECRET_NAMESPACE", SECRET_NAMESPACE),
             ],
-            node_manager: None,
+            ..CcmSpec::upstream(
+                "vsphere-cloud-controller-manager",
+                "/bin/vsphere-cloud-controller-manager",
+                "vsphere",
+            )
         })
     }
 
