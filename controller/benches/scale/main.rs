@@ -1,28 +1,40 @@
 //! The controller at scale: the real binary against a recorded-response OpenStack replay
 //! (replay.rs) and the wire-level fake API server, both in this process, with N tainted nodes.
 //!
-//! `cargo bench --bench scale` (release; N = 1,000 and 5,000) prints the figures and a table
+//! `cargo bench --bench scale` (release; N = 20, 1,000 and 5,000) prints the figures and a table
 //! against the upstream CCM's documented per-node pattern; `cargo test --bench scale` (debug,
 //! N = 20, short periods) only checks that it still runs. scripts/bench.sh runs both ways.
 //!
-//! Per N: time until no node carries the uninitialized taint; replay requests per node init;
-//! requests per address resync; requests per lifecycle tick once 10% of the nodes are NotReady;
-//! the process's VmRSS/VmHWM and CPU time from /proc.
+//! With `CCM_BENCH_REAL=1` the same measurements run against the real Keystone, Nova
+//! (FakeDriver) and Neutron of scripts/openstack-up.sh (`CCM_OPENSTACK_ENV` names its env file):
+//! N servers are booted there for each run (N = 5, 20 and 50; 2 in the quick mode) and deleted
+//! after it, and the controller talks to the services through a counting proxy (real.rs).
+//! `CCM_BENCH_NODES=5,20` overrides the node counts in either mode.
+//!
+//! Per N: time until no node carries the uninitialized taint; OpenStack requests per node init
+//! (named by ops.rs's classifier, the same for both); requests per address resync; requests per
+//! lifecycle tick once 10% of the nodes are NotReady; the process's VmRSS/VmHWM and CPU time
+//! from /proc.
 
+mod ops;
+mod real;
 mod replay;
 
 use std::collections::{BTreeMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::runtime::watcher;
 use occm::kube::fake::FakeApiServer;
 use serde_json::{Value, json};
 
+use ops::Counter;
+use real::Real;
 use replay::Replay;
 
 const BIN: &str = env!("CARGO_BIN_EXE_openstack-cloud-controller-manager");
@@ -43,6 +55,8 @@ struct Settings {
 
 /// One run's figures.
 struct Figures {
+    /// What answered the controller: `replay` or `real`.
+    cloud: &'static str,
     nodes: usize,
     init: Duration,
     init_calls: BTreeMap<&'static str, usize>,
@@ -60,45 +74,117 @@ struct Figures {
     steady_wall: Duration,
     total_cpu: Duration,
     node_bytes: usize,
-    bursts: Vec<usize>,
+    /// server_get per tick, in order, and the time from a tick's first GET to its last.
+    bursts: Vec<(usize, Duration)>,
+    /// The mean of those times over the complete ticks.
+    tick_span: Duration,
     retries: BTreeMap<String, usize>,
+    /// Requests the classifier does not name, with their count.
+    others: BTreeMap<String, usize>,
+    /// Mean server-side time per operation over the whole run.
+    mean_times: BTreeMap<&'static str, Duration>,
 }
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --bench scale` passes nothing: quick mode.
     let full = std::env::args().any(|a| a == "--bench");
-    let runs: Vec<Settings> = if full {
-        // 20: the fixed cost, to tell it from the per-node cost.
-        [20, 1000, 5000]
-            .into_iter()
-            .map(|nodes| Settings {
-                nodes,
-                resync: Duration::from_secs(10),
-                monitor: Duration::from_secs(5),
-                resyncs: 2,
-                ticks: 3,
-            })
-            .collect()
-    } else {
-        vec![Settings {
-            nodes: 20,
-            resync: Duration::from_secs(2),
-            monitor: Duration::from_millis(500),
-            resyncs: 1,
-            ticks: 2,
-        }]
+    let real = std::env::var("CCM_BENCH_REAL").is_ok_and(|v| !v.is_empty() && v != "0");
+    // Panics at once (naming CCM_OPENSTACK_ENV) when real mode has no stack to use.
+    let env = real.then(real::env);
+    let nodes: Vec<usize> = match std::env::var("CCM_BENCH_NODES") {
+        Ok(list) => list
+            .split(',')
+            .map(|n| n.trim().parse().unwrap_or_else(|e| panic!("CCM_BENCH_NODES={list}: {e}")))
+            .collect(),
+        // 20: the fixed cost, to tell it from the per-node cost. The real stack (one compute
+        // host, SQLite) boots 50 servers in about two minutes: tens of servers, not thousands.
+        Err(_) => match (full, real) {
+            (true, false) => vec![20, 1000, 5000],
+            (true, true) => vec![5, 20, 50],
+            (false, false) => vec![20],
+            (false, true) => vec![2],
+        },
     };
+    let runs: Vec<Settings> = nodes
+        .into_iter()
+        .map(|nodes| {
+            if full {
+                Settings {
+                    nodes,
+                    resync: Duration::from_secs(10),
+                    monitor: Duration::from_secs(5),
+                    resyncs: 2,
+                    ticks: 3,
+                }
+            } else {
+                Settings {
+                    nodes,
+                    resync: Duration::from_secs(2),
+                    monitor: Duration::from_millis(500),
+                    resyncs: 1,
+                    ticks: 2,
+                }
+            }
+        })
+        .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let figures: Vec<Figures> = runs.iter().map(|s| runtime.block_on(run(s))).collect();
-    print_report(&figures, full);
+    // Each run's figures as soon as it ends: a later failure does not lose them.
+    let figures: Vec<Figures> = runs
+        .iter()
+        .map(|s| {
+            let figures = runtime.block_on(async {
+                match &env {
+                    None => run_replay(s).await,
+                    Some(env) => run_real(s, env.clone()).await,
+                }
+            });
+            print_run(&figures);
+            figures
+        })
+        .collect();
+    if full {
+        print_comparison(&figures);
+    }
 }
 
-fn node_object(template: &Value, i: usize) -> Value {
-    let name = replay::server_name(i);
+/// cloud.conf for the controller: password login to `auth_url`.
+fn cloud_conf(auth_url: &str, [user, password, project, domain]: [&str; 4]) -> String {
+    format!(
+        "[Global]\nauth-url = {auth_url}\nusername = {user}\npassword = {password}\n\
+         tenant-name = {project}\ndomain-name = {domain}\nregion = RegionOne\n"
+    )
+}
+
+async fn run_replay(s: &Settings) -> Figures {
+    let replay = Replay::start(s.nodes).await;
+    let names: Vec<String> = (0..s.nodes).map(replay::server_name).collect();
+    let conf = cloud_conf(&replay.auth_url(), ["ccm-user", "bench-pass", "ccm", "Default"]);
+    let figures = measure(s, "replay", &conf, &replay.counter, &names, "worker-").await;
+    assert!(figures.others.is_empty(), "requests the replay does not serve: {:?}", figures.others);
+    figures
+}
+
+/// Boots N servers on the real stack, measures, and deletes them (after a failure too).
+async fn run_real(s: &Settings, env: BTreeMap<String, String>) -> Figures {
+    let real = Real::start(env).await;
+    let prefix = format!("occm-bench-{}-n{}", std::process::id(), s.nodes);
+    let servers = real.create_servers(&prefix, s.nodes).await;
+    // Nodes are named as their servers: initialization finds each server by exact name.
+    let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
+    let conf = cloud_conf(&real.auth_url(), real.member());
+    let node_prefix = format!("{prefix}-");
+    let result = AssertUnwindSafe(measure(s, "real", &conf, &real.counter, &names, &node_prefix))
+        .catch_unwind()
+        .await;
+    real.delete_servers(&prefix, &servers).await;
+    result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+fn node_object(template: &Value, name: &str) -> Value {
     let mut node = template.clone();
     node["metadata"]["name"] = json!(name);
     node["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
@@ -114,9 +200,17 @@ fn ready(node: &Node) -> bool {
         .is_some_and(|t| t.iter().any(|t| t.key == TAINT))
 }
 
-async fn run(s: &Settings) -> Figures {
+async fn measure(
+    s: &Settings,
+    cloud: &'static str,
+    cloud_conf: &str,
+    counter: &Counter,
+    names: &[String],
+    // What every node name starts with (left out of the warnings' summary).
+    node_prefix: &str,
+) -> Figures {
     let n = s.nodes;
-    let replay = Replay::start(n).await;
+    assert_eq!(names.len(), n);
     let fake = FakeApiServer::start().await.expect("fake API server");
     let template: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
@@ -126,22 +220,14 @@ async fn run(s: &Settings) -> Figures {
         .expect("node.json"),
     )
     .expect("JSON");
-    let node_bytes = node_object(&template, 0).to_string().len();
-    for i in 0..n {
-        fake.create("v1", "nodes", "", node_object(&template, i));
+    let node_bytes = node_object(&template, &names[0]).to_string().len();
+    for name in names {
+        fake.create("v1", "nodes", "", node_object(&template, name));
     }
 
     let dir = tempfile::tempdir().expect("tempdir");
     let conf = dir.path().join("cloud.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "[Global]\nauth-url = {}\nusername = ccm-user\npassword = bench-pass\ntenant-name = ccm\n\
-             domain-name = Default\nregion = RegionOne\n",
-            replay.auth_url()
-        ),
-    )
-    .expect("write cloud.conf");
+    std::fs::write(&conf, cloud_conf).expect("write cloud.conf");
     let kubeconfig = write_kubeconfig(dir.path(), &fake.url());
     let log = std::fs::File::create(dir.path().join("occm.log")).expect("log file");
 
@@ -183,21 +269,26 @@ async fn run(s: &Settings) -> Figures {
     let pid = child.id();
 
     let limit = Duration::from_secs(60 + n as u64 / 5);
-    let all = tokio::time::timeout(limit, initialized.wait_for(|&done| done >= n)).await;
+    // `wait_for` answers a borrow of the channel's value (a read lock): it must end in this
+    // statement (consumed, not just shadowed), or the watch task's next `send_replace` blocks
+    // its worker thread on the channel's lock, and with it the runtime's I/O.
+    let all = tokio::time::timeout(limit, initialized.wait_for(|&done| done >= n))
+        .await
+        .is_ok_and(|waited| waited.is_ok());
     let init = started.elapsed();
-    if all.is_err() {
+    if !all {
         stop(&mut child);
         let text = std::fs::read_to_string(dir.path().join("occm.log")).unwrap_or_default();
         panic!("{n} nodes not initialized within {limit:?}; controller log:\n{text}");
     }
     let init_cpu = cpu(pid);
-    let init_calls = replay.counts(0);
+    let init_calls = counter.counts(0);
 
     // Address resyncs: count from the first one that starts after initialization.
-    let mark = replay.hits().len();
+    let mark = counter.hits().len();
     let resync_wait = s.resync * (s.resyncs as u32 + 1) + Duration::from_secs(2);
     tokio::time::sleep(resync_wait).await;
-    let during = replay.counts(mark);
+    let during = counter.counts(mark);
     let resyncs = during.get("network/port_list_all").copied().unwrap_or(0);
     let resync_ops = ["compute/server_list_page", "network/port_list_all", "compute/flavor_get"];
     let resync_detail: BTreeMap<_, _> =
@@ -209,34 +300,50 @@ async fn run(s: &Settings) -> Figures {
     // Lifecycle: 10% of the nodes go NotReady (as the node-lifecycle controller marks them).
     let not_ready = n.div_ceil(10);
     let steady_start = (Instant::now(), cpu(pid));
-    let mark = replay.hits().len();
+    let mark = counter.hits().len();
     for i in 0..not_ready {
         let status = json!({"status": {"conditions": [{"type": "Ready", "status": "Unknown",
             "reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status."}]}});
-        fake.patch("v1", "nodes", "", &replay::server_name(i * 10), status);
+        fake.patch("v1", "nodes", "", &names[i * 10], status);
     }
     tokio::time::sleep(s.monitor * (s.ticks as u32 + 1) + s.monitor / 2).await;
-    let gets: Vec<Instant> = replay.hits()[mark..]
-        .iter()
-        .filter(|h| h.operation == "compute/server_get")
-        .map(|h| h.at)
-        .collect();
+    let gets = || -> Vec<Instant> {
+        counter.hits()[mark..]
+            .iter()
+            .filter(|h| h.operation == "compute/server_get")
+            .map(|h| h.at)
+            .collect()
+    };
+    // A tick still under way when the window closes would count short (against slow services
+    // a tick's GETs take a while): let it end, at most one more period.
+    let settle = Instant::now();
+    while settle.elapsed() < s.monitor
+        && gets().last().is_some_and(|at| at.elapsed() < s.monitor / 2)
+    {
+        tokio::time::sleep(s.monitor / 10).await;
+    }
     // A tick is a burst of GETs; bursts are separated by (almost) a whole period.
-    let mut bursts: Vec<usize> = Vec::new();
+    let mut bursts: Vec<(usize, Duration)> = Vec::new();
+    let mut first = None;
     let mut last: Option<Instant> = None;
-    for at in gets {
-        match last {
-            Some(prev) if at.duration_since(prev) < s.monitor / 2 => {
-                *bursts.last_mut().expect("a burst") += 1
+    for at in gets() {
+        match (last, bursts.last_mut(), first) {
+            (Some(prev), Some(burst), Some(start)) if at.duration_since(prev) < s.monitor / 2 => {
+                *burst = (burst.0 + 1, at.duration_since(start))
             }
-            _ => bursts.push(1),
+            _ => {
+                bursts.push((1, Duration::ZERO));
+                first = Some(at);
+            }
         }
         last = Some(at);
     }
     // The first burst may have seen only part of the NotReady updates: count complete ones.
-    let complete: Vec<usize> = bursts.iter().skip(1).copied().collect();
+    let complete: Vec<(usize, Duration)> = bursts.iter().skip(1).copied().collect();
     let complete = if complete.is_empty() { bursts.clone() } else { complete };
-    let tick_calls = complete.iter().sum::<usize>() as f64 / complete.len().max(1) as f64;
+    let ticks = complete.len().max(1);
+    let tick_calls = complete.iter().map(|b| b.0).sum::<usize>() as f64 / ticks as f64;
+    let tick_span = complete.iter().map(|b| b.1).sum::<Duration>() / ticks as u32;
     let (rss_kib, hwm_kib) = memory(pid);
     let steady_cpu = cpu(pid).saturating_sub(steady_start.1);
     let steady_wall = steady_start.0.elapsed();
@@ -249,15 +356,18 @@ async fn run(s: &Settings) -> Figures {
     for line in text.lines().filter(|l| l.contains("WARN")) {
         // The message, without the node name: `initialization failed; will retry` and the cause.
         let cause = line.split_once(": occm::").map_or(line, |(_, c)| c);
-        let words = cause.split_whitespace().filter(|w| !w.contains("worker-"));
+        let words = cause.split_whitespace().filter(|w| !w.contains(node_prefix));
         let cause: String = words.collect::<Vec<_>>().join(" ").chars().take(160).collect();
         *retries.entry(cause).or_default() += 1;
     }
     watch.abort();
     assert!(exited.is_none(), "the controller exited early: {exited:?}");
-    let others = replay.counts(0).get("other").copied().unwrap_or(0);
-    assert_eq!(others, 0, "requests the replay does not serve: see the replay's `other`");
+    let mut others = BTreeMap::new();
+    for request in counter.others() {
+        *others.entry(request).or_default() += 1;
+    }
     Figures {
+        cloud,
         nodes: n,
         init,
         init_calls,
@@ -276,7 +386,10 @@ async fn run(s: &Settings) -> Figures {
         total_cpu,
         node_bytes,
         bursts,
+        tick_span,
         retries,
+        others,
+        mean_times: counter.mean_times(),
     }
 }
 
@@ -334,67 +447,83 @@ fn mib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
-fn print_report(all: &[Figures], full: bool) {
-    for f in all {
-        let n = f.nodes;
-        let per_node: BTreeMap<_, _> = f
-            .init_calls
-            .iter()
-            .filter(|(k, _)| !k.contains("discovery") && **k != "identity/authenticate")
-            .map(|(k, v)| (*k, *v as f64 / n as f64))
-            .collect();
-        let per_node_total: f64 = per_node.values().sum();
-        println!("## N = {n} nodes (node object {} bytes as JSON)", f.node_bytes);
-        println!();
-        println!("| figure | value |");
-        println!("|---|---|");
-        println!(
-            "| time to initialize all nodes (process start → last taint gone) | {:.2} s |",
-            f.init.as_secs_f64()
-        );
-        println!("| CPU time of the controller until then | {:.2} s |", f.init_cpu.as_secs_f64());
-        let detail: Vec<String> = per_node.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
-        println!(
-            "| OpenStack requests per node init | {per_node_total:.2} ({}) |",
-            detail.join(", ")
-        );
-        let fixed: Vec<String> = f
-            .init_calls
-            .iter()
-            .filter(|(k, _)| k.contains("discovery") || **k == "identity/authenticate")
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        println!("| once per process | {} |", fixed.join(", "));
-        let detail: Vec<String> = f.resync_detail.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        println!(
-            "| OpenStack requests per address resync | {:.1} ({} over {} resyncs) |",
-            f.resync_calls,
-            detail.join(", "),
-            f.resyncs
-        );
-        println!(
-            "| requests per lifecycle tick, all nodes Ready | {} over {} resync periods |",
-            f.idle_tick_calls, f.resyncs
-        );
-        println!(
-            "| requests per lifecycle tick, {} NotReady (10%) | {:.1} server_get ({} complete ticks) |",
-            f.not_ready, f.tick_calls, f.ticks
-        );
-        println!("| steady RSS (VmRSS) / peak (VmHWM) | {} / {} |", mib(f.rss_kib), mib(f.hwm_kib));
-        println!(
-            "| CPU in steady state | {:.2} s over {:.1} s ({:.1}%) |",
-            f.steady_cpu.as_secs_f64(),
-            f.steady_wall.as_secs_f64(),
-            100.0 * f.steady_cpu.as_secs_f64() / f.steady_wall.as_secs_f64()
-        );
-        println!("| CPU total | {:.2} s |", f.total_cpu.as_secs_f64());
-        println!("| lifecycle bursts (server_get per tick, in order) | {:?} |", f.bursts);
-        for (cause, count) in &f.retries {
-            println!("| controller warnings: {cause} | {count} |");
-        }
-        println!();
+fn print_run(f: &Figures) {
+    let n = f.nodes;
+    let per_node: BTreeMap<_, _> = f
+        .init_calls
+        .iter()
+        .filter(|(k, _)| !k.contains("discovery") && **k != "identity/authenticate")
+        .map(|(k, v)| (*k, *v as f64 / n as f64))
+        .collect();
+    let per_node_total: f64 = per_node.values().sum();
+    let cloud = match f.cloud {
+        "real" => "real Keystone, Nova (FakeDriver) and Neutron through a counting proxy",
+        _ => "OpenStack replay",
+    };
+    println!("## N = {n} nodes, {cloud} (node object {} bytes as JSON)", f.node_bytes);
+    println!();
+    println!("| figure | value |");
+    println!("|---|---|");
+    println!(
+        "| time to initialize all nodes (process start → last taint gone) | {:.2} s |",
+        f.init.as_secs_f64()
+    );
+    println!("| CPU time of the controller until then | {:.2} s |", f.init_cpu.as_secs_f64());
+    let detail: Vec<String> = per_node.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+    println!("| OpenStack requests per node init | {per_node_total:.2} ({}) |", detail.join(", "));
+    let fixed: Vec<String> = f
+        .init_calls
+        .iter()
+        .filter(|(k, _)| k.contains("discovery") || **k == "identity/authenticate")
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    println!("| once per process | {} |", fixed.join(", "));
+    let detail: Vec<String> = f.resync_detail.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    println!(
+        "| OpenStack requests per address resync | {:.1} ({} over {} resyncs) |",
+        f.resync_calls,
+        detail.join(", "),
+        f.resyncs
+    );
+    println!(
+        "| requests per lifecycle tick, all nodes Ready | {} over {} resync periods |",
+        f.idle_tick_calls, f.resyncs
+    );
+    println!(
+        "| requests per lifecycle tick, {} NotReady (10%) | {:.1} server_get ({} complete ticks) |",
+        f.not_ready, f.tick_calls, f.ticks
+    );
+    println!("| steady RSS (VmRSS) / peak (VmHWM) | {} / {} |", mib(f.rss_kib), mib(f.hwm_kib));
+    println!(
+        "| CPU in steady state | {:.2} s over {:.1} s ({:.1}%) |",
+        f.steady_cpu.as_secs_f64(),
+        f.steady_wall.as_secs_f64(),
+        100.0 * f.steady_cpu.as_secs_f64() / f.steady_wall.as_secs_f64()
+    );
+    println!("| CPU total | {:.2} s |", f.total_cpu.as_secs_f64());
+    let bursts: Vec<usize> = f.bursts.iter().map(|b| b.0).collect();
+    println!("| lifecycle bursts (server_get per tick, in order) | {bursts:?} |");
+    println!(
+        "| lifecycle tick duration (first to last server_get, mean of complete ticks) | {:.0} ms |",
+        f.tick_span.as_secs_f64() * 1e3
+    );
+    for (cause, count) in &f.retries {
+        println!("| controller warnings: {cause} | {count} |");
     }
-    if !full {
+    let times: Vec<String> = f
+        .mean_times
+        .iter()
+        .map(|(op, t)| format!("{op} {:.1} ms", t.as_secs_f64() * 1e3))
+        .collect();
+    println!("| mean answer time per request, server side, whole run | {} |", times.join(", "));
+    for (request, count) in &f.others {
+        println!("| requests no operation names (forwarded): {request} | {count} |");
+    }
+    println!();
+}
+
+fn print_comparison(all: &[Figures]) {
+    if all.iter().all(|f| f.nodes < 1000) {
         return;
     }
     println!("## Against the upstream CCM's documented pattern (reference §B.4)");

@@ -8,10 +8,12 @@
 //! regex, `limit`/`marker`, Nova's `max_limit` of 1000 with a `servers_links` next link, the
 //! flavor embedded from microversion 2.47, its ID before), `GET /servers/{id}` (404
 //! `itemNotFound`), `GET /flavors/{id}`, and `GET /network/v2.0/ports` (`device_id` filter).
+//! Requests are named by ops.rs's classifier, the one the proxy in front of the real services
+//! (real.rs) uses too.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
@@ -21,6 +23,8 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use crate::ops::{Counter, OTHER, classify};
+
 /// The base URL the fixtures were normalized to (rewritten to the replay's own URL).
 const RECORDED_BASE: &str = "http://replay.invalid";
 /// Nova's default `[api] max_limit`: no page is larger, whatever `limit` asks.
@@ -29,15 +33,6 @@ const NOVA_MAX_LIMIT: usize = 1000;
 fn fixture(name: &str) -> String {
     let path = format!("{}/benches/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
-}
-
-/// One request as counted: a fixed operation name and when it arrived.
-#[derive(Debug, Clone)]
-pub(crate) struct Hit {
-    /// `identity/authenticate`, `compute/server_get`, `compute/server_list_by_name`, …
-    pub(crate) operation: &'static str,
-    /// Arrival time.
-    pub(crate) at: Instant,
 }
 
 struct Shared {
@@ -52,14 +47,14 @@ struct Shared {
     by_id: HashMap<String, usize>,
     by_name: HashMap<String, usize>,
     ports: Vec<Value>,
-    hits: Mutex<Vec<Hit>>,
 }
 
 /// A running replay server (its task ends with the runtime).
 #[derive(Clone)]
 pub(crate) struct Replay {
     addr: SocketAddr,
-    shared: Arc<Shared>,
+    /// Every request, by operation.
+    pub(crate) counter: Arc<Counter>,
 }
 
 /// The ID of server `i` (stable, UUID-shaped).
@@ -130,32 +125,18 @@ impl Replay {
             by_id,
             by_name,
             ports,
-            hits: Mutex::new(Vec::new()),
         });
-        let app = Router::new().fallback(handle).with_state(shared.clone());
+        let counter = Arc::new(Counter::default());
+        let app = Router::new().fallback(handle).with_state((shared, counter.clone()));
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Replay { addr, shared }
+        Replay { addr, counter }
     }
 
     /// Keystone's URL for cloud.conf `auth-url`.
     pub(crate) fn auth_url(&self) -> String {
         format!("http://{}/identity/v3", self.addr)
-    }
-
-    /// Every request so far.
-    pub(crate) fn hits(&self) -> Vec<Hit> {
-        self.shared.hits.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
-    /// Requests per operation since `since` (index into [`Replay::hits`]).
-    pub(crate) fn counts(&self, since: usize) -> BTreeMap<&'static str, usize> {
-        let mut out = BTreeMap::new();
-        for hit in self.hits().iter().skip(since) {
-            *out.entry(hit.operation).or_default() += 1;
-        }
-        out
     }
 }
 
@@ -208,38 +189,51 @@ fn exact_name(pattern: &str) -> Option<String> {
 }
 
 async fn handle(
-    State(shared): State<Arc<Shared>>,
+    State((shared, counter)): State<(Arc<Shared>, Arc<Counter>)>,
     method: Method,
     uri: Uri,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     _body: Bytes,
 ) -> Response {
+    let started = Instant::now();
     let path = uri.path().trim_end_matches('/');
-    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let (operation, response) = match (&method, parts.as_slice()) {
-        (&Method::POST, ["identity", "v3", "auth", "tokens"]) => {
+    let operation = classify(&method, path, &query);
+    counter.record(operation, || format!("{method} {path}"));
+    let response = answer(&shared, operation, &method, path, &query, &headers);
+    counter.time(operation, started.elapsed());
+    response
+}
+
+/// The replayed answer to one request that the classifier named `operation`.
+fn answer(
+    shared: &Shared,
+    operation: &'static str,
+    method: &Method,
+    path: &str,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Response {
+    // The last path segment: the server or flavor ID of a GET by ID.
+    let last = path.rsplit('/').next().unwrap_or_default();
+    match operation {
+        "identity/authenticate" => {
             let mut token = shared.token.clone();
             let now = jiff::Timestamp::now();
             token["token"]["issued_at"] = json!(now.to_string());
             token["token"]["expires_at"] =
                 json!((now + jiff::SignedDuration::from_hours(1)).to_string());
-            let response = Response::builder()
+            Response::builder()
                 .status(StatusCode::CREATED)
                 .header(header::CONTENT_TYPE, "application/json")
                 .header("x-subject-token", "gAAAAAB-replay-token")
                 .body(Body::from(token.to_string()))
-                .unwrap_or_default();
-            ("identity/authenticate", response)
+                .unwrap_or_default()
         }
-        (&Method::GET, ["compute", "v2.1"]) => {
-            ("compute/version_discovery", respond(200, shared.compute_version.clone()))
-        }
-        (&Method::GET, ["network"]) => {
-            ("network/version_discovery", respond(200, shared.network_versions.clone()))
-        }
-        (&Method::GET, ["compute", "v2.1", "servers", "detail"]) => {
-            let version = microversion(&headers);
+        "compute/version_discovery" => respond(200, shared.compute_version.clone()),
+        "network/version_discovery" => respond(200, shared.network_versions.clone()),
+        "compute/server_list_by_name" | "compute/server_list_page" => {
+            let version = microversion(headers);
             let by_name = query.get("name");
             let limit = query
                 .get("limit")
@@ -263,7 +257,7 @@ async fn handle(
                 Some(Some(name)) => {
                     let found = shared.by_name.get(&name).filter(|&&i| i >= start);
                     found
-                        .map(|&i| render(&shared, &shared.servers[i], version))
+                        .map(|&i| render(shared, &shared.servers[i], version))
                         .into_iter()
                         .collect()
                 }
@@ -275,7 +269,7 @@ async fn handle(
                 None => shared.servers[start..]
                     .iter()
                     .take(limit)
-                    .map(|s| render(&shared, s, version))
+                    .map(|s| render(shared, s, version))
                     .collect(),
             };
             let mut body = json!({ "servers": page });
@@ -289,54 +283,32 @@ async fn handle(
                 );
                 body["servers_links"] = json!([{"rel": "next", "href": next}]);
             }
-            let op = if by_name.is_some() {
-                "compute/server_list_by_name"
-            } else {
-                "compute/server_list_page"
-            };
-            (op, respond(200, body.to_string()))
+            respond(200, body.to_string())
         }
-        (&Method::GET, ["compute", "v2.1", "servers", id]) => {
-            let response = match shared.by_id.get(*id) {
-                Some(&i) => {
-                    let server = render(&shared, &shared.servers[i], microversion(&headers));
-                    respond(200, json!({ "server": server }).to_string())
-                }
-                None => {
-                    let message = format!("Instance {id} could not be found.");
-                    respond(
-                        404,
-                        json!({"itemNotFound": {"code": 404, "message": message}}).to_string(),
-                    )
-                }
-            };
-            ("compute/server_get", response)
-        }
-        (&Method::GET, ["compute", "v2.1", "flavors", _]) => {
-            ("compute/flavor_get", respond(200, shared.flavor.clone()))
-        }
-        (&Method::GET, ["network", "v2.0", "ports"]) => match query.get("device_id") {
-            Some(device) => {
-                let ports: Vec<&Value> = match shared.by_id.get(device) {
-                    Some(&i) => vec![&shared.ports[i]],
-                    None => vec![],
-                };
-                ("network/port_list_by_device", respond(200, json!({ "ports": ports }).to_string()))
+        "compute/server_get" => match shared.by_id.get(last) {
+            Some(&i) => {
+                let server = render(shared, &shared.servers[i], microversion(headers));
+                respond(200, json!({ "server": server }).to_string())
             }
             None => {
-                let body = json!({ "ports": shared.ports });
-                ("network/port_list_all", respond(200, body.to_string()))
+                let message = format!("Instance {last} could not be found.");
+                respond(404, json!({"itemNotFound": {"code": 404, "message": message}}).to_string())
             }
         },
-        _ => {
-            let body = json!({"error": {"message": format!("not replayed: {method} {path}")}});
-            ("other", respond(404, body.to_string()))
+        "compute/flavor_get" => respond(200, shared.flavor.clone()),
+        "network/port_list_by_device" => {
+            let device = query.get("device_id").map(String::as_str).unwrap_or_default();
+            let ports: Vec<&Value> = match shared.by_id.get(device) {
+                Some(&i) => vec![&shared.ports[i]],
+                None => vec![],
+            };
+            respond(200, json!({ "ports": ports }).to_string())
         }
-    };
-    shared
-        .hits
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(Hit { operation, at: Instant::now() });
-    response
+        "network/port_list_all" => respond(200, json!({ "ports": shared.ports }).to_string()),
+        _ => {
+            debug_assert_eq!(operation, OTHER);
+            let body = json!({"error": {"message": format!("not replayed: {method} {path}")}});
+            respond(404, body.to_string())
+        }
+    }
 }
