@@ -17,6 +17,7 @@
 
 pub mod assets;
 pub mod cli;
+pub mod files;
 pub mod formats;
 pub mod graph;
 pub mod installconfig;

@@ -112,9 +112,6 @@ fn required(dir: &Path, rel: &str) -> Result<String, Error> {
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, Error> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(Error::Read { path: path.to_owned(), source }),
-    }
+    crate::files::if_exists(std::fs::read_to_string(path))
+        .map_err(|source| Error::Read { path: path.to_owned(), source })
 }

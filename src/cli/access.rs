@@ -53,11 +53,8 @@ pub(super) fn load(
 
 /// Reads `path`, or `None` when it does not exist.
 fn read_optional(path: &Path) -> anyhow::Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("could not read {}", path.display())),
-    }
+    crate::files::if_exists(std::fs::read_to_string(path))
+        .with_context(|| format!("could not read {}", path.display()))
 }
 
 fn home_file(env: &Env, rel: &str) -> Option<PathBuf> {

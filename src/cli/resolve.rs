@@ -154,11 +154,8 @@ pub fn cloud(selected: clouds::SelectedCloud) -> Result<openstack::Cloud, CaErro
 pub fn tls(dir: &Path) -> anyhow::Result<Tls> {
     use anyhow::Context as _;
     let read = |rel: &str| -> anyhow::Result<Option<String>> {
-        match std::fs::read_to_string(dir.join(rel)) {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("could not read {}", dir.join(rel).display())),
-        }
+        crate::files::if_exists(std::fs::read_to_string(dir.join(rel)))
+            .with_context(|| format!("could not read {}", dir.join(rel).display()))
     };
     let signer = match (read(tls::SIGNER_CERT)?, read(tls::SIGNER_KEY)?) {
         (Some(cert), Some(key)) => Some((cert, key)),

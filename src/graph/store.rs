@@ -232,11 +232,7 @@ fn remove_stale(
 
 fn read_existing(dir: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
     let path = dir.join(rel);
-    match std::fs::read(&path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(Error::Read { path, source }),
-    }
+    crate::files::if_exists(std::fs::read(&path)).map_err(|source| Error::Read { path, source })
 }
 
 fn check_path(asset: AssetId, path: &str, reserved: &[&str]) -> Result<()> {
