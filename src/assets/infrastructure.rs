@@ -112,13 +112,13 @@ impl Asset for InfrastructureAsset {
             infra.spec.cloud_config =
                 CloudConfigRef { name: "cloud-provider-config".into(), key: Some("config".into()) };
         }
-        let blocks = platform::of(&config)?.provider.infrastructure(&config, &id.infra_id);
-        if let Some((key, spec, status)) = blocks {
+        let row = platform::of(&config)?;
+        if let Some((spec, status)) = row.provider.infrastructure(&config, &id.infra_id) {
             if !spec.is_null() {
-                infra.spec.platform_spec.insert(key.into(), spec);
+                infra.spec.platform_spec.insert(row.name.into(), spec);
             }
             if !status.is_null() {
-                infra.status.platform_status.insert(key.into(), status);
+                infra.status.platform_status.insert(row.name.into(), status);
             }
         }
         let file = File::new(PATH, to_yaml(&infra)?);

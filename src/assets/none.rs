@@ -22,11 +22,7 @@ impl Provider for NoPlatform {}
 pub struct BareMetal;
 
 impl Provider for BareMetal {
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        _: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, _: &str) -> Option<(Value, Value)> {
         let bm = config.platform.baremetal.as_ref()?;
         let load_balancer = bm
             .load_balancer
@@ -35,7 +31,7 @@ impl Provider for BareMetal {
             .unwrap_or(LoadBalancerType::OpenShiftManagedDefault);
         let vips = Vips { api: &bm.api_vips, ingress: &bm.ingress_vips, load_balancer };
         let (spec, status) = vips.blocks(config, true);
-        Some(("baremetal", spec, status))
+        Some((spec, status))
     }
 }
 
@@ -44,11 +40,7 @@ impl Provider for BareMetal {
 pub struct External;
 
 impl Provider for External {
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        _: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, _: &str) -> Option<(Value, Value)> {
         let external = config.platform.external.as_ref()?;
         let spec = json!({"platformName": external.platform_name.as_deref().unwrap_or("Unknown")});
         // The installer sets the state only for `External`; otherwise it stays empty.
@@ -57,6 +49,6 @@ impl Provider for External {
             _ => json!({}),
         };
         let status = json!({"cloudControllerManager": ccm});
-        Some(("external", spec, status))
+        Some((spec, status))
     }
 }

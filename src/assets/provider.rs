@@ -182,9 +182,10 @@ pub trait Provider: Sync + std::fmt::Debug {
         None
     }
 
-    /// The Infrastructure's `platformSpec` and `platformStatus` blocks: (key, spec, status).
-    /// A `Null` side is left out (the installer writes no spec block for Azure or GCP).
-    fn infrastructure(&self, _: &InstallConfig, _: &str) -> Option<(&'static str, Value, Value)> {
+    /// The Infrastructure's `platformSpec` and `platformStatus` blocks, each under the
+    /// platform's install-config name (`openstack`, `ibmcloud`, …, as openshift/api names them
+    /// too). A `Null` side is left out (the installer writes no spec block for Azure or GCP).
+    fn infrastructure(&self, _: &InstallConfig, _: &str) -> Option<(Value, Value)> {
         None
     }
 }

@@ -52,14 +52,9 @@ impl Provider for Aws {
         ))
     }
 
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        _: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, _: &str) -> Option<(Value, Value)> {
         config.platform.aws.as_ref()?;
-        let (spec, status) = infrastructure(config);
-        Some((INFRASTRUCTURE_KEY, spec, status))
+        Some(infrastructure(config))
     }
 }
 
@@ -68,9 +63,6 @@ mod tests;
 
 /// The kube-system Secret holding the cluster's AWS keys.
 pub const SECRET_NAME: &str = "aws-creds";
-
-/// The key of `spec.platformSpec` and `status.platformStatus` in the Infrastructure.
-pub const INFRASTRUCTURE_KEY: &str = "aws";
 
 /// The profile used when `AWS_PROFILE` is unset.
 pub const DEFAULT_PROFILE: &str = "default";

@@ -76,14 +76,9 @@ impl Provider for Azure {
         })
     }
 
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        infra_id: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, infra_id: &str) -> Option<(Value, Value)> {
         config.platform.azure.as_ref()?;
-        let (spec, status) = infrastructure(config, infra_id);
-        Some((INFRASTRUCTURE_KEY, spec, status))
+        Some(infrastructure(config, infra_id))
     }
 }
 
@@ -92,9 +87,6 @@ mod tests;
 
 /// The kube-system Secret holding the cluster's Azure credentials.
 pub const SECRET_NAME: &str = "azure-credentials";
-
-/// The key of `status.platformStatus` in the Infrastructure (Azure has no spec block).
-pub const INFRASTRUCTURE_KEY: &str = "azure";
 
 /// `~/.azure/osServicePrincipal.json` or the `AZURE_*` variables. The client ID and secret are
 /// optional because `credentialsMode: Manual` needs only the subscription and tenant (for the

@@ -62,14 +62,9 @@ impl Provider for Gcp {
         ))
     }
 
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        _: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, _: &str) -> Option<(Value, Value)> {
         config.platform.gcp.as_ref()?;
-        let (spec, status) = infrastructure(config);
-        Some((INFRASTRUCTURE_KEY, spec, status))
+        Some(infrastructure(config))
     }
 }
 
@@ -78,9 +73,6 @@ mod tests;
 
 /// The kube-system Secret holding the service account.
 pub const SECRET_NAME: &str = "gcp-credentials";
-
-/// The key of `status.platformStatus` in the Infrastructure (GCP has no spec block).
-pub const INFRASTRUCTURE_KEY: &str = "gcp";
 
 /// The file holding the `kube-system/ingress-uid` ConfigMap (the installer's name).
 pub const INGRESS_UID_PATH: &str = "manifests/cloud-controller-uid-config.yml";

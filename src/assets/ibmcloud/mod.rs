@@ -35,9 +35,6 @@ pub const SECRET_KEY: &str = "ibmcloud_api_key";
 /// The environment variable the installer reads the API key from.
 pub const API_KEY_ENV: &str = "IC_API_KEY";
 
-/// The key of `spec.platformSpec` and `status.platformStatus` in the Infrastructure.
-pub const INFRASTRUCTURE_KEY: &str = "ibmcloud";
-
 /// `resourceGroupName`, else the infrastructure ID (the installer's `ClusterResourceGroupName`).
 pub fn resource_group_name<'a>(ibm: &'a IbmCloudPlatform, infra_id: &'a str) -> &'a str {
     ibm.resource_group_name.as_deref().filter(|name| !name.is_empty()).unwrap_or(infra_id)
@@ -202,14 +199,9 @@ impl Provider for IbmCloud {
         Some(IBM_CCM)
     }
 
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        infra_id: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, infra_id: &str) -> Option<(Value, Value)> {
         config.platform.ibmcloud.as_ref()?;
-        let (spec, status) = infrastructure(config, infra_id);
-        Some((INFRASTRUCTURE_KEY, spec, status))
+        Some(infrastructure(config, infra_id))
     }
 }
 

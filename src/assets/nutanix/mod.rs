@@ -54,14 +54,9 @@ impl Provider for Nutanix {
         })
     }
 
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        _: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, _: &str) -> Option<(Value, Value)> {
         config.platform.nutanix.as_ref()?;
-        let (spec, status) = infrastructure(config);
-        Some((INFRASTRUCTURE_KEY, spec, status))
+        Some(infrastructure(config))
     }
 }
 
@@ -73,9 +68,6 @@ pub const SECRET_NAME: &str = "nutanix-credentials";
 
 /// The namespace the cloud config's `credentialRef` points at.
 pub const CREDENTIALS_REF_NAMESPACE: &str = "openshift-cloud-controller-manager";
-
-/// The key of `spec.platformSpec` and `status.platformStatus` in the Infrastructure.
-pub const INFRASTRUCTURE_KEY: &str = "nutanix";
 
 fn platform(config: &InstallConfig) -> NutanixPlatform {
     config.platform.nutanix.clone().unwrap_or_default()

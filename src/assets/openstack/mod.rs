@@ -101,14 +101,9 @@ impl Provider for OpenStack {
         })
     }
 
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        _: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, _: &str) -> Option<(Value, Value)> {
         let os = config.platform.openstack.as_ref()?;
-        let (spec, status) = infrastructure(os, config);
-        Some(("openstack", spec, status))
+        Some(infrastructure(os, config))
     }
 }
 

@@ -13,9 +13,6 @@ use crate::assets::provider::{CcmSpec, CloudProviderConfig, Context, Provider, S
 use crate::graph::AssetError;
 use crate::installconfig::{InstallConfig, PowerVsPlatform};
 
-/// The key of `spec.platformSpec` and `status.platformStatus` in the Infrastructure.
-pub const INFRASTRUCTURE_KEY: &str = "powervs";
-
 /// PowerVS regions and the IBM Cloud VPC region each pairs with: the installer's
 /// `pkg/types/powervs/powervs_regions.go` (`VPCRegion`; "there is no API to query these").
 /// The VPC zones come from [`regions::zones`], one table for both platforms.
@@ -149,14 +146,9 @@ impl Provider for PowerVs {
         })
     }
 
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        _: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, _: &str) -> Option<(Value, Value)> {
         config.platform.powervs.as_ref()?;
-        let (spec, status) = infrastructure(config);
-        Some((INFRASTRUCTURE_KEY, spec, status))
+        Some(infrastructure(config))
     }
 }
 

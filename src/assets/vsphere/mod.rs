@@ -31,9 +31,6 @@ pub const SECRET_NAME: &str = "vsphere-creds";
 /// The Secret's namespace.
 pub const SECRET_NAMESPACE: &str = "kube-system";
 
-/// The key of `spec.platformSpec` and `status.platformStatus` in the Infrastructure.
-pub const INFRASTRUCTURE_KEY: &str = "vsphere";
-
 /// The vCenter tag category whose tags name each failure domain's region.
 pub const REGION_TAG_CATEGORY: &str = "openshift-region";
 
@@ -302,14 +299,9 @@ impl Provider for Vsphere {
         })
     }
 
-    fn infrastructure(
-        &self,
-        config: &InstallConfig,
-        infra_id: &str,
-    ) -> Option<(&'static str, Value, Value)> {
+    fn infrastructure(&self, config: &InstallConfig, infra_id: &str) -> Option<(Value, Value)> {
         config.platform.vsphere.as_ref()?;
-        let (spec, status) = infrastructure(config, infra_id);
-        Some((INFRASTRUCTURE_KEY, spec, status))
+        Some(infrastructure(config, infra_id))
     }
 }
 
