@@ -145,8 +145,10 @@ fn platform(config: &InstallConfig) -> GcpPlatform {
     config.platform.gcp.clone().unwrap_or_default()
 }
 
+/// The override for service `name`, matched ignoring case: the issue spells the services
+/// `compute`/`container`, openshift/api's `GCPServiceEndpointName` `Compute`/`Container`.
 fn endpoint<'a>(gcp: &'a GcpPlatform, name: &str) -> Option<&'a str> {
-    let found = gcp.service_endpoints.iter().find(|e| e.name == name);
+    let found = gcp.service_endpoints.iter().find(|e| e.name.eq_ignore_ascii_case(name));
     found.map(|e| e.url.as_str()).filter(|url| !url.is_empty())
 }
 

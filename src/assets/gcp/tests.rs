@@ -102,6 +102,21 @@ fn compute_and_container_endpoints_become_api_endpoints() {
 }
 
 #[test]
+fn openshift_api_spellings_of_the_service_names_match_too() {
+    let endpoints = config(
+        "\n    projectID: my-project\n    region: us-central1\n    serviceEndpoints:\n    - {name: Compute, url: 'https://compute-psc.p.googleapis.com'}\n    - {name: Container, url: 'https://container-psc.p.googleapis.com'}",
+    );
+    let text = cloud_config(&endpoints, INFRA_ID);
+    assert!(
+        text.ends_with(
+            "api-endpoint = https://compute-psc.p.googleapis.com\n\
+             container-api-endpoint = https://container-psc.p.googleapis.com\n\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
 fn ingress_uid_is_the_md5_prefix_of_the_infra_id() {
     // printf %s demo-x7k2p | md5sum → 6055e31a27c992965e6d302b084f67c2
     assert_eq!(ingress_uid("demo-x7k2p"), "6055e31a27c99296");

@@ -69,7 +69,11 @@ fn check_aws(p: &AwsPlatform, path: &Path) -> Vec<FieldError> {
     if let Some(IpFamily::Other(value)) = &p.ip_family {
         errs.push(FieldError::not_supported(&path.child("ipFamily"), value, IpFamily::KNOWN));
     }
-    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints")));
+    errs.extend(service_endpoints(
+        &p.service_endpoints,
+        &path.child("serviceEndpoints"),
+        AWS_NAMES,
+    ));
     errs
 }
 
@@ -107,14 +111,15 @@ fn check_gcp(p: &GcpPlatform, path: &Path) -> Vec<FieldError> {
     let mut errs = Vec::new();
     required(&mut errs, &p.project_id, &path.child("projectID"), "must provide a GCP project ID");
     required(&mut errs, &p.region, &path.child("region"), "must provide a region");
-    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints")));
+    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints"), ANY_NAME));
     errs
 }
 
 fn check_ibmcloud(p: &IbmCloudPlatform, path: &Path) -> Vec<FieldError> {
     let mut errs = Vec::new();
     required(&mut errs, &p.region, &path.child("region"), "region must be specified");
-    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints")));
+    let names = Names::Ibm { power: false };
+    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints"), names));
     errs
 }
 
@@ -123,7 +128,8 @@ fn check_powervs(p: &PowerVsPlatform, path: &Path) -> Vec<FieldError> {
     required(&mut errs, &p.region, &path.child("region"), "region must be specified");
     required(&mut errs, &p.zone, &path.child("zone"), "zone must be specified");
     required(&mut errs, &p.user_id, &path.child("userID"), "UserID is required");
-    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints")));
+    let names = Names::Ibm { power: true };
+    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints"), names));
     errs
 }
 
@@ -248,8 +254,64 @@ fn check_vsphere(p: &VspherePlatform, path: &Path) -> Vec<FieldError> {
     errs
 }
 
-/// Endpoint overrides: a valid absolute URL each, one per service name.
-fn service_endpoints(endpoints: &[ServiceEndpoint], path: &Path) -> Vec<FieldError> {
+/// What a service endpoint's `name` may be. The Infrastructure CRD holds the overrides as
+/// given, so a name it would reject is refused here, before any manifest is written.
+#[derive(Debug, Clone, Copy)]
+enum Names {
+    /// Anything but empty (GCP: the Infrastructure does not carry the overrides).
+    Any,
+    /// AWS service IDs: `^[a-z0-9-]+$` (`ec2`, `elasticloadbalancing`).
+    LowercaseId,
+    /// One of openshift/api's IBM service names, spelled exactly; `Power` only on PowerVS.
+    Ibm {
+        /// PowerVS's list, which adds `Power`.
+        power: bool,
+    },
+}
+
+const ANY_NAME: Names = Names::Any;
+const AWS_NAMES: Names = Names::LowercaseId;
+
+/// openshift/api `PowerVSServiceEndpoint.name`; IBM Cloud's `IBMCloudServiceName` is the same
+/// list without `Power`.
+const IBM_SERVICES: &[&str] = &[
+    "CIS",
+    "COS",
+    "COSConfig",
+    "DNSServices",
+    "GlobalCatalog",
+    "GlobalSearch",
+    "GlobalTagging",
+    "HyperProtect",
+    "IAM",
+    "KeyProtect",
+    "Power",
+    "ResourceController",
+    "ResourceManager",
+    "VPC",
+];
+
+impl Names {
+    fn check(self, name: &str, at: &Path) -> Option<FieldError> {
+        match self {
+            Names::Any => None,
+            Names::LowercaseId => {
+                let ok =
+                    name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+                let detail = "must be an AWS service ID: lowercase letters, digits and '-' (ec2, elasticloadbalancing)";
+                (!ok).then(|| FieldError::invalid(at, name, detail))
+            }
+            Names::Ibm { power } => {
+                let known: Vec<&str> =
+                    IBM_SERVICES.iter().copied().filter(|n| power || *n != "Power").collect();
+                (!known.contains(&name)).then(|| FieldError::not_supported(at, name, &known))
+            }
+        }
+    }
+}
+
+/// Endpoint overrides: a known service name and a valid absolute URL each, one per name.
+fn service_endpoints(endpoints: &[ServiceEndpoint], path: &Path, names: Names) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, endpoint) in endpoints.iter().enumerate() {
@@ -258,6 +320,8 @@ fn service_endpoints(endpoints: &[ServiceEndpoint], path: &Path) -> Vec<FieldErr
             errs.push(FieldError::required(&at.child("name"), "must specify the service name"));
         } else if !seen.insert(endpoint.name.as_str()) {
             errs.push(FieldError::duplicate(&at.child("name"), &endpoint.name));
+        } else {
+            errs.extend(names.check(&endpoint.name, &at.child("name")));
         }
         if let Err(detail) = uri::absolute(&endpoint.url) {
             errs.push(FieldError::invalid(&at.child("url"), &endpoint.url, detail));

@@ -105,6 +105,31 @@ fn platforms_name_their_required_fields() {
 }
 
 #[test]
+fn service_endpoint_names_are_what_the_infrastructure_crd_accepts() {
+    assert_errors(
+        "platform:\n  aws: {region: r, serviceEndpoints: [{name: EC2, url: 'https://a'}, {name: elasticloadbalancing, url: 'https://b'}]}\n",
+        &[
+            "platform.aws.serviceEndpoints[0].name: Invalid value: \"EC2\": must be an AWS service ID: lowercase letters, digits and '-' (ec2, elasticloadbalancing)",
+        ],
+    );
+    assert_errors(
+        "platform:\n  ibmcloud: {region: us-south, serviceEndpoints: [{name: iam, url: 'https://a'}, {name: VPC, url: 'https://b'}, {name: Power, url: 'https://c'}]}\n",
+        &[
+            "platform.ibmcloud.serviceEndpoints[0].name: Unsupported value: \"iam\": supported values: \"CIS\", \"COS\", \"COSConfig\", \"DNSServices\", \"GlobalCatalog\", \"GlobalSearch\", \"GlobalTagging\", \"HyperProtect\", \"IAM\", \"KeyProtect\", \"ResourceController\", \"ResourceManager\", \"VPC\"",
+            "platform.ibmcloud.serviceEndpoints[2].name: Unsupported value: \"Power\": supported values: \"CIS\", \"COS\", \"COSConfig\", \"DNSServices\", \"GlobalCatalog\", \"GlobalSearch\", \"GlobalTagging\", \"HyperProtect\", \"IAM\", \"KeyProtect\", \"ResourceController\", \"ResourceManager\", \"VPC\"",
+        ],
+    );
+    assert_errors(
+        "sshKey: ssh-ed25519 AAAA\nplatform:\n  powervs: {region: dal, zone: dal10, userID: u, serviceEndpoints: [{name: Power, url: 'https://a'}, {name: IAM, url: 'https://b'}]}\n",
+        &[],
+    );
+    assert_errors(
+        "platform:\n  gcp: {projectID: p, region: r, serviceEndpoints: [{name: compute, url: 'https://a'}, {name: Container, url: 'https://b'}]}\n",
+        &[],
+    );
+}
+
+#[test]
 fn networks_must_be_valid_and_disjoint() {
     let networking = "platform:\n  none: {}\nnetworking:\n  machineNetwork: [{cidr: 10.0.0.5/16}, {cidr: nope}]\n  serviceNetwork: [10.0.128.0/17]\n  clusterNetwork: [{cidr: 10.128.0.0/14, hostPrefix: 12}]\n";
     assert_errors(
