@@ -12,8 +12,9 @@ use anyhow::Context as _;
 
 use super::resolve::{self, Env};
 use crate::assets::cloud_access::{CloudAccess, IbmAccess};
+use crate::assets::ibmcloud::iam;
 use crate::assets::{aws, azure, gcp};
-use crate::installconfig::{CredentialsMode, InstallConfig, clouds};
+use crate::installconfig::{CredentialsMode, InstallConfig, ServiceEndpoint, clouds};
 
 /// What the command line adds to the environment for the IBM clouds.
 #[derive(Debug, Clone, Default)]
@@ -43,8 +44,10 @@ pub(super) fn load(
         CloudAccess::Azure(azure_principal(env, manual)?)
     } else if p.gcp.is_some() {
         gcp_account(env, manual)?.map_or(CloudAccess::None, CloudAccess::Gcp)
-    } else if p.ibmcloud.is_some() || p.powervs.is_some() {
-        CloudAccess::Ibm(ibm_access(env, ibm)?)
+    } else if let Some(ibmcloud) = &p.ibmcloud {
+        CloudAccess::Ibm(ibm_access(env, ibm, &ibmcloud.service_endpoints)?)
+    } else if let Some(powervs) = &p.powervs {
+        CloudAccess::Ibm(ibm_access(env, ibm, &powervs.service_endpoints)?)
     } else {
         CloudAccess::None
     };
@@ -160,8 +163,13 @@ fn gcp_account(env: &Env, manual: bool) -> anyhow::Result<Option<gcp::ServiceAcc
     }
 }
 
-/// `IC_API_KEY` and the account: `--ibm-account-id`, else looked up from the key online.
-fn ibm_access(env: &Env, ibm: &IbmOptions) -> anyhow::Result<IbmAccess> {
+/// `IC_API_KEY` and the account: `--ibm-account-id`, else the key's own account, asked of IAM
+/// (the `IAM` service endpoint, else the public one).
+fn ibm_access(
+    env: &Env,
+    ibm: &IbmOptions,
+    endpoints: &[ServiceEndpoint],
+) -> anyhow::Result<IbmAccess> {
     let api_key = env.credentials.ic_api_key.clone();
     if let Some(account_id) = &ibm.account_id {
         return Ok(IbmAccess { account_id: Some(account_id.clone()), api_key });
@@ -172,12 +180,19 @@ fn ibm_access(env: &Env, ibm: &IbmOptions) -> anyhow::Result<IbmAccess> {
              --ibm-account-id"
         );
     }
-    if api_key.is_none() {
+    let Some(key) = &api_key else {
         anyhow::bail!(
             "IC_API_KEY is not set: it is needed to look up the IBM Cloud account (or give the \
              account with --ibm-account-id)"
         );
-    }
-    // Looked up by the ibmcloud/account asset, through the IAM API.
-    Ok(IbmAccess { account_id: None, api_key })
+    };
+    let endpoint = iam::endpoint(endpoints);
+    let account_id = iam::online::account_id(endpoint, key).with_context(|| {
+        format!(
+            "could not look up the IBM Cloud account of IC_API_KEY at {endpoint} (give it with \
+             --ibm-account-id to skip the lookup)"
+        )
+    })?;
+    tracing::info!("IBM Cloud account {account_id} (the account of IC_API_KEY, from {endpoint})");
+    Ok(IbmAccess { account_id: Some(account_id), api_key })
 }

@@ -124,7 +124,8 @@ pub struct CreateArgs {
     /// Make no call to any cloud API.
     ///
     /// Values that would be looked up (an external network's ID, whether the cloud has a
-    /// load-balancer service) must then be given as IDs in install-config.yaml.
+    /// load-balancer service) must then be given as IDs in install-config.yaml, and the IBM
+    /// Cloud account with --ibm-account-id.
     #[arg(long)]
     pub offline: bool,
 
@@ -154,8 +155,8 @@ pub struct CreateArgs {
 
     /// Name this IBM Cloud account in the cloud config (IBM Cloud, PowerVS).
     ///
-    /// The account of the IC_API_KEY. Required with --offline, where the account cannot be
-    /// looked up from the key.
+    /// Without it the account of IC_API_KEY is asked of IAM (the IAM service endpoint of the
+    /// install-config, else https://iam.cloud.ibm.com). Required with --offline.
     #[arg(long, value_name = "ID")]
     pub ibm_account_id: Option<String>,
 

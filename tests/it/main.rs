@@ -3,7 +3,9 @@
 mod bootstrap;
 mod cli;
 mod create;
+mod fake_iam;
 mod gcfg_oracle;
+mod ibm_account;
 mod installconfig;
 mod openstack;
 mod platforms;

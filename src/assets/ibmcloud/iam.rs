@@ -3,9 +3,10 @@
 //! The installer asks through the platform-services SDK (`iamidentityv1.GetAPIKeysDetails`,
 //! called from `pkg/asset/installconfig/ibmcloud/client.go`): the key is exchanged for a token
 //! (`POST {iam}/identity/token`), then `GET {iam}/v1/apikeys/details` with the token and the key
-//! answers with the key's `account_id`. No client here: the caller sends the requests these
-//! functions describe and hands the status and body back. Keys and tokens are [`Secret`]s, so
-//! no `Debug` output shows them.
+//! answers with the key's `account_id`. The builders and parsers here are pure; [`online`]
+//! sends the requests. Keys and tokens are [`Secret`]s, so no `Debug` output shows them.
+
+pub mod online;
 
 use serde::Deserialize;
 
@@ -47,6 +48,9 @@ pub enum Error {
     /// The API key details carry an empty `account_id`.
     #[error("IAM returned no account_id for the API key")]
     NoAccount,
+    /// IAM could not be reached, or did not answer in time.
+    #[error("{0}")]
+    Transport(String),
 }
 
 /// Result alias for this module.

@@ -6,8 +6,9 @@
 //!                 ├─ secret_data  ◀─ IC_API_KEY (read by the CLI)
 //!                 └─ infrastructure
 //! ```
-//! PowerVS reuses the `cloud_conf` writer, [`iam`] and [`regions`]. Everything here is pure:
-//! the CLI reads the environment and the caller makes the IAM calls.
+//! PowerVS reuses the `cloud_conf` writer, [`iam`] and [`regions`]. Everything here is pure
+//! but [`iam::online`]: the CLI reads the environment and asks IAM for the account before the
+//! graph runs, so the account is part of `cloud-access`.
 
 pub(crate) mod cloud_conf;
 pub mod iam;

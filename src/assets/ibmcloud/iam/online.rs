@@ -1,0 +1,61 @@
+//! The IAM calls themselves: the API key's account, asked over HTTPS under a timeout.
+//!
+//! The requests and answers are [`super`]'s; this only sends them. Proxies come from the
+//! usual `HTTPS_PROXY`/`NO_PROXY` variables, as for the installer.
+
+use std::time::Duration;
+
+use super::{Error, Result};
+use crate::installconfig::Secret;
+
+/// IAM that does not answer must not hang `create manifests`.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The account the API key belongs to: a token for the key, then the key's details, both
+/// from IAM at `endpoint` ([`super::endpoint`]).
+pub fn account_id(endpoint: &str, api_key: &Secret) -> Result<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Transport(format!("could not start the HTTP client: {e}")))?;
+    runtime.block_on(ask(endpoint, api_key))
+}
+
+async fn ask(endpoint: &str, api_key: &Secret) -> Result<String> {
+    let client = reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        .user_agent(concat!("ccm-assets/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(transport)?;
+    let token = client
+        .post(super::token_url(endpoint))
+        .header("Content-Type", super::TOKEN_CONTENT_TYPE)
+        .header("Accept", "application/json")
+        .body(super::token_form(api_key));
+    let (status, body) = send(token).await?;
+    let token = super::parse_token(status, &body)?;
+    let mut details = client.get(super::api_key_details_url(endpoint));
+    for (name, value) in super::api_key_details_headers(&token, api_key) {
+        details = details.header(name, value);
+    }
+    let (status, body) = send(details).await?;
+    super::parse_account_id(status, &body)
+}
+
+async fn send(request: reqwest::RequestBuilder) -> Result<(u16, String)> {
+    let response = request.send().await.map_err(transport)?;
+    let status = response.status().as_u16();
+    Ok((status, response.text().await.map_err(transport)?))
+}
+
+/// reqwest's message with its causes; it names the URL, which carries no secret.
+fn transport(error: reqwest::Error) -> Error {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    Error::Transport(message)
+}

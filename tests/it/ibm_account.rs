@@ -1,0 +1,88 @@
+//! The IBM Cloud account looked up from `IC_API_KEY` through IAM, as `create manifests` does
+//! when neither `--offline` nor `--ibm-account-id` is given; IAM is [`FakeIam`].
+
+use crate::fake_iam::FakeIam;
+use crate::platforms::with_credentials;
+use crate::support::{Test, outputs, tree};
+
+/// The key `with_credentials` exports as `IC_API_KEY`, and the account the fake gives it.
+const KEY: &str = "example-ibm-key-DO-NOT-LOG";
+const ACCOUNT: &str = "fedcba9876543210fedcba9876543210";
+
+/// The platform's example with its `IAM` service endpoint pointing at `iam_url`.
+fn example_with_iam(platform: &str, iam_url: &str) -> Test {
+    let t = Test::new().example(platform);
+    let head = format!("platform:\n  {platform}:\n");
+    let config = t.read("install-config.yaml").replace(
+        &head,
+        &format!("{head}    serviceEndpoints:\n    - name: IAM\n      url: {iam_url}\n"),
+    );
+    with_credentials(t.file("install-config.yaml", &config)).env("NO_PROXY", "127.0.0.1")
+}
+
+fn create(t: Test, extra: &[&str]) -> Test {
+    let mut args = vec!["create", "manifests", "--dir", "{dir}", "--infra-id", "demo-x7k2p"];
+    args.extend(extra);
+    t.args(&args)
+}
+
+#[test]
+fn the_account_is_the_api_keys_own_and_matches_the_offline_run() {
+    for platform in ["ibmcloud", "powervs"] {
+        let iam = FakeIam::start(&[(KEY, ACCOUNT), ("another-key", "0000")]);
+        let online = create(example_with_iam(platform, iam.url()), &[]);
+        let run = online.expect(0);
+
+        let config = online.read("manifests/cloud-provider-config.yaml");
+        assert!(config.contains(&format!("accountID = {ACCOUNT}\n")), "{platform}: {config}");
+        assert!(config.contains(&format!("g2workerServiceAccountID = {ACCOUNT}\n")), "{config}");
+        assert!(run.stderr.contains(&format!("IBM Cloud account {ACCOUNT}")), "{}", run.stderr);
+        for secret in [KEY, "eyJfake"] {
+            assert!(!run.stderr.contains(secret), "{platform}: {secret} logged: {}", run.stderr);
+            assert!(!run.stdout.contains(secret), "{platform}: {secret} printed");
+        }
+
+        let requests = iam.requests();
+        let calls: Vec<(&str, &str)> =
+            requests.iter().map(|r| (r.method.as_str(), r.path.as_str())).collect();
+        assert_eq!(calls, [("POST", "/identity/token"), ("GET", "/v1/apikeys/details")]);
+        assert_eq!(
+            requests[0].body,
+            format!("grant_type=urn%3Aibm%3Aparams%3Aoauth%3Agrant-type%3Aapikey&apikey={KEY}")
+        );
+        assert_eq!(requests[1].headers["iam-apikey"], KEY);
+        assert!(requests[1].headers["authorization"].starts_with("Bearer eyJfake."));
+
+        let offline = create(
+            example_with_iam(platform, iam.url()),
+            &["--offline", "--ibm-account-id", ACCOUNT],
+        );
+        offline.expect(0);
+        assert_eq!(iam.requests().len(), 2, "{platform}: the offline run asked IAM");
+        // Same outputs (minted keys aside) as when the account is given.
+        assert_eq!(outputs(&offline.dir()), outputs(&online.dir()), "{platform}");
+    }
+}
+
+#[test]
+fn a_refused_or_unreachable_iam_stops_before_anything_is_written() {
+    let iam = FakeIam::start(&[("some-other-key", ACCOUNT)]);
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    for (url, expected) in [
+        (iam.url(), "IAM answered HTTP 400: Provided API key could not be found. (BXNIM0415E)"),
+        (closed.as_str(), "error sending request"),
+    ] {
+        let t = create(example_with_iam("ibmcloud", url), &[]);
+        let before = tree(&t.dir());
+        let run = t.expect(1);
+        let lookup = format!("could not look up the IBM Cloud account of IC_API_KEY at {url}");
+        assert!(run.stderr.contains(&lookup), "{}", run.stderr);
+        assert!(run.stderr.contains(expected), "{}", run.stderr);
+        assert!(run.stderr.contains("--ibm-account-id"), "{}", run.stderr);
+        assert!(!run.stderr.contains(KEY), "the key was logged: {}", run.stderr);
+        assert_eq!(tree(&t.dir()), before, "nothing may be written");
+    }
+}
