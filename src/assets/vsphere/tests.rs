@@ -62,6 +62,7 @@ vcenter:
   vcenter.example.com:
     datacenters:
     - dc1
+    insecureFlag: true
     port: 443
     server: vcenter.example.com
 ";
@@ -83,11 +84,13 @@ vcenter:
     datacenters:
     - dc1
     - dc2
+    insecureFlag: true
     port: 443
     server: vc1.example.com
   vc2.example.com:
     datacenters:
     - dc3
+    insecureFlag: true
     port: 8443
     server: vc2.example.com
 ";
@@ -196,7 +199,7 @@ fn yaml_parses_back_to_the_intended_tree() {
     );
     assert_eq!(
         back["vcenter"]["vc2.example.com"],
-        json!({"datacenters": ["dc3"], "port": 8443, "server": "vc2.example.com"})
+        json!({"datacenters": ["dc3"], "insecureFlag": true, "port": 8443, "server": "vc2.example.com"})
     );
     assert_eq!(back["labels"], json!({"region": "openshift-region", "zone": "openshift-zone"}));
     let one: serde_json::Value = serde_saphyr::from_str(ONE_DOMAIN_YAML).unwrap();

@@ -15,14 +15,15 @@ use crate::formats::yaml::to_yaml;
 use crate::installconfig::VspherePlatform;
 
 /// `global` (the credentials Secret, self-signed certificates accepted), one `vcenter` entry
-/// per vCenter (keyed by server; `insecureFlag` is inherited from `global`, so, as in the
-/// installer, it is not repeated), `labels` with more than one failure domain, and `nodes`.
+/// per vCenter (keyed by server, with its own `insecureFlag: true`: explicit, so the entry
+/// reads the same on its own, though the CCM would inherit it from `global`), `labels` with
+/// more than one failure domain, and `nodes`.
 pub(super) fn render(p: &VspherePlatform, networking: &NodeNetworking) -> String {
     let vcenters: Map<String, Value> = p
         .vcenters
         .iter()
         .map(|vc| {
-            let mut entry = json!({"server": vc.server});
+            let mut entry = json!({"server": vc.server, "insecureFlag": true});
             if let Some(port) = vc.port.filter(|port| *port != 0) {
                 entry["port"] = json!(port);
             }
