@@ -78,6 +78,10 @@ pub struct CcmSpec {
     /// Whether the in-cluster CCM reads the `kube-system` credentials Secret through the API
     /// (vSphere), so its service account is bound to the reader and watcher Roles too.
     pub reads_credentials_secret: bool,
+    /// Whether the CCM reads its credentials only from its cloud config (Azure): an init
+    /// container (`ccm-assets inject-azure-credentials`) merges the mounted Secret into a
+    /// copy of the config, which is all the CCM mounts.
+    pub inject_credentials: bool,
     /// Extra environment of the CCM container.
     pub env: &'static [(&'static str, &'static str)],
     /// A per-node companion DaemonSet (`azure-cloud-node-manager`): its name and binary.
@@ -99,6 +103,7 @@ impl CcmSpec {
             config_dir: CONFIG_DIR,
             secret: None,
             reads_credentials_secret: false,
+            inject_credentials: false,
             env: &[],
             node_manager: None,
         }

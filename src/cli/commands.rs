@@ -1,6 +1,7 @@
 //! The commands: each resolves its inputs, calls the library and reports in the installer's style.
 
 use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -10,7 +11,8 @@ use super::resolve::{self, Env};
 use super::{Cli, Command, CreateArgs, CreateTarget, GraphFormat};
 use crate::assets::options::Options;
 use crate::assets::{self, Inputs};
-use crate::graph::{dot, store};
+use crate::graph::write::Plan;
+use crate::graph::{File, dot, store};
 use crate::installconfig::{self, clouds};
 
 pub(super) fn run(cli: Cli) -> anyhow::Result<()> {
@@ -18,6 +20,9 @@ pub(super) fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Create(CreateTarget::Manifests(args)) => create_manifests(args),
         Command::Validate { dir } => validate(&dir),
         Command::Render { asset_dir, dest_dir } => render(&asset_dir, &dest_dir),
+        Command::InjectAzureCredentials { cloud_config, credentials_dir, output } => {
+            inject_azure_credentials(&cloud_config, &credentials_dir, &output)
+        }
         Command::Graph { format } => graph(format),
         Command::Completion { shell } => completion(shell),
     }
@@ -110,6 +115,41 @@ fn render(asset_dir: &Path, dest_dir: &Path) -> anyhow::Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+fn inject_azure_credentials(config: &Path, dir: &Path, output: &Path) -> anyhow::Result<()> {
+    use crate::assets::azure::inject;
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).with_context(|| format!("could not read {}", path.display()))
+    };
+    let text = read(config)?;
+    let mut credentials = std::collections::BTreeMap::new();
+    for key in [inject::CLIENT_ID_KEY, inject::CLIENT_SECRET_KEY] {
+        credentials.insert(key.to_owned(), read(&dir.join(key))?);
+    }
+    let merged = inject::inject(&text, &credentials)
+        .with_context(|| format!("could not merge {} into {}", dir.display(), config.display()))?;
+    let name = output.file_name().context("--output must name a file")?;
+    let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // As readable as the secret it now holds: 0600 unless the secret file is readable by
+    // others (a Secret volume's default 0644, inside the pod's own memory volume).
+    let secret_path = dir.join(inject::CLIENT_SECRET_KEY);
+    let shared = std::fs::metadata(&secret_path)
+        .with_context(|| format!("could not read {}", secret_path.display()))?
+        .permissions()
+        .mode()
+        & 0o044
+        != 0;
+    let name = name.to_string_lossy().into_owned();
+    let file = if shared { File::new(name, merged) } else { File::secret(name, merged) };
+    let plan = Plan { writes: vec![file], removes: Vec::new() };
+    crate::graph::write::commit(parent, &plan)?;
+    tracing::info!(
+        "Wrote {} (the Azure client ID and secret of {} merged in)",
+        output.display(),
+        dir.display()
+    );
     Ok(())
 }
 

@@ -75,6 +75,30 @@ pub enum Command {
         dest_dir: PathBuf,
     },
 
+    /// Merge the Azure service principal into an Azure cloud config.
+    ///
+    /// The upstream Azure CCM reads its client ID and secret only from its cloud config, which
+    /// the cluster keeps in a ConfigMap without them. The generated Deployment runs this in an
+    /// init container: it reads CONFIG and DIR/azure_client_id and DIR/azure_client_secret (the
+    /// mounted azure-cloud-credentials Secret) and writes to OUT a copy of CONFIG with
+    /// aadClientId and aadClientSecret set: mode 0600, or 0644 when the secret file itself is
+    /// readable by all (as in a Secret volume). Nothing is written on error; no value is logged.
+    #[command(after_help = "Example:\n  ccm-assets inject-azure-credentials \\\n    \
+        --cloud-config /etc/kubernetes-cloud-config/cloud.conf \\\n    \
+        --credentials-dir /etc/azure/credentials \\\n    \
+        --output /etc/kubernetes-cloud-config-merged/cloud.conf")]
+    InjectAzureCredentials {
+        /// The Azure cloud config (JSON).
+        #[arg(long, value_name = "CONFIG")]
+        cloud_config: PathBuf,
+        /// Directory holding the files azure_client_id and azure_client_secret.
+        #[arg(long, value_name = "DIR")]
+        credentials_dir: PathBuf,
+        /// Where to write the merged config.
+        #[arg(long, value_name = "OUT")]
+        output: PathBuf,
+    },
+
     /// Print the asset graph.
     ///
     /// Lists every asset with its dependencies, in registration order. `--format dot` prints

@@ -11,6 +11,7 @@ fn help_teaches_each_command() {
         ("help-validate", &["validate", "--help"]),
         ("help-graph", &["graph", "--help"]),
         ("help-render", &["render", "--help"]),
+        ("help-inject-azure-credentials", &["inject-azure-credentials", "--help"]),
     ] {
         let run = Test::new().args(args).expect(0);
         assert_golden!(name, run.stdout);

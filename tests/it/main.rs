@@ -1,5 +1,6 @@
 //! The one integration-test binary (see STYLE.md: tests/it).
 
+mod azure_credentials;
 mod bootstrap;
 mod cli;
 mod create;

@@ -18,6 +18,7 @@ use crate::graph::AssetError;
 use crate::installconfig::{AzureCloudName, AzurePlatform, InstallConfig, Secret};
 
 pub(crate) mod go_json;
+pub mod inject;
 fn principal<'a>(ctx: &Context<'a>) -> Result<&'a ServicePrincipal, AssetError> {
     match ctx.access {
         CloudAccess::Azure(principal) => Ok(principal),
@@ -51,8 +52,13 @@ impl Provider for Azure {
         Ok(secret_data(principal(ctx)?, ctx.config, ctx.infra_id)?)
     }
 
+    /// Only what the CCM's init container merges into its config: the client ID and secret.
     fn in_cluster_secret(&self, data: &SecretData) -> SecretData {
-        data.clone()
+        let keys = [inject::CLIENT_ID_KEY, inject::CLIENT_SECRET_KEY];
+        data.iter()
+            .filter(|(k, _)| keys.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     fn ccm(&self) -> Option<CcmSpec> {
@@ -60,13 +66,9 @@ impl Provider for Azure {
             secret: Some(SecretMount {
                 name: "azure-cloud-credentials",
                 dir: Some("/etc/azure/credentials"),
-                keys: &[
-                    "azure_client_id",
-                    "azure_client_secret",
-                    "azure_subscription_id",
-                    "azure_tenant_id",
-                ],
+                keys: &[inject::CLIENT_ID_KEY, inject::CLIENT_SECRET_KEY],
             }),
+            inject_credentials: true,
             node_manager: Some(("azure-cloud-node-manager", "/bin/azure-cloud-node-manager")),
             ..CcmSpec::upstream(
                 "azure-cloud-controller-manager",

@@ -7,6 +7,10 @@ use crate::assets::provider::CcmSpec;
 
 const PORT: u16 = 10258;
 
+/// Where the init container writes the config with the credentials merged in (an in-memory
+/// `emptyDir`), when the CCM reads its credentials from its config.
+pub const MERGED_CONFIG_DIR: &str = "/etc/kubernetes-cloud-config-merged";
+
 /// One platform's CCM as the cluster runs it.
 #[derive(Debug, Clone, Copy)]
 pub struct Run<'a> {
@@ -14,6 +18,9 @@ pub struct Run<'a> {
     pub spec: &'a CcmSpec,
     /// The image.
     pub image: &'a str,
+    /// ccm-assets' own image, for the init container of a CCM whose credentials are merged
+    /// into its config ([`CcmSpec::inject_credentials`]).
+    pub assets_image: &'a str,
     /// `--cluster-name`.
     pub infra_id: &'a str,
     /// Hash of the config and credentials (rolls the pods when either changes).
@@ -22,17 +29,20 @@ pub struct Run<'a> {
 
 impl Run<'_> {
     /// The Deployment: leader-elected replicas on control-plane nodes, host network, the
-    /// `cloud-conf` ConfigMap and (when the platform reads one) the credentials Secret mounted.
+    /// `cloud-conf` ConfigMap and (when the platform reads one) the credentials Secret mounted;
+    /// or, when the CCM reads its credentials from its config, both mounted in an init
+    /// container that writes the merged config the CCM reads.
     pub fn deployment(&self, replicas: u32) -> Value {
         let spec = self.spec;
         let labels = json!({"app": spec.app});
+        let config_dir = if spec.inject_credentials { MERGED_CONFIG_DIR } else { spec.config_dir };
         let mut container = json!({
             "name": "cloud-controller-manager",
             "image": self.image,
             "command": [spec.command],
             "args": [
                 format!("--cloud-provider={}", spec.cloud_provider),
-                format!("--cloud-config={}/cloud.conf", spec.config_dir),
+                format!("--cloud-config={config_dir}/cloud.conf"),
                 format!("--cluster-name={}", self.infra_id),
                 "--leader-elect=true",
                 format!("--leader-elect-resource-namespace={NAMESPACE}"),
@@ -56,17 +66,46 @@ impl Run<'_> {
                 .map(|(name, value)| json!({"name": name, "value": value}))
                 .collect();
         }
-        let mut mounts =
-            vec![json!({"mountPath": spec.config_dir, "name": "config", "readOnly": true})];
+        let config_mount =
+            json!({"mountPath": spec.config_dir, "name": "config", "readOnly": true});
+        let mut mounts = vec![config_mount.clone()];
         let mut volumes = vec![json!({"name": "config", "configMap": {"name": "cloud-conf",
             "items": [{"key": "cloud.conf", "path": "cloud.conf"}]}})];
+        let mut secret_mount = None;
         if let Some((secret, dir)) = spec.secret.and_then(|s| Some((s, s.dir?))) {
-            mounts.push(json!({"mountPath": dir, "name": "secret", "readOnly": true}));
+            secret_mount = Some(json!({"mountPath": dir, "name": "secret", "readOnly": true}));
+            mounts.extend(secret_mount.clone());
             let items: Vec<Value> =
                 secret.keys.iter().map(|k| json!({"key": k, "path": k})).collect();
             volumes.push(
                 json!({"name": "secret", "secret": {"secretName": secret.name, "items": items}}),
             );
+        }
+        let mut init_containers = Vec::new();
+        if let (true, Some(secret_mount)) = (spec.inject_credentials, secret_mount) {
+            // The CCM sees only the merged copy: neither the ConfigMap nor the Secret.
+            mounts = vec![
+                json!({"mountPath": MERGED_CONFIG_DIR, "name": "merged-config", "readOnly": true}),
+            ];
+            volumes.push(json!({"name": "merged-config", "emptyDir": {"medium": "Memory"}}));
+            init_containers.push(json!({
+                "name": "inject-credentials",
+                "image": self.assets_image,
+                "command": ["ccm-assets"],
+                "args": [
+                    "inject-azure-credentials",
+                    format!("--cloud-config={}/cloud.conf", spec.config_dir),
+                    format!("--credentials-dir={}", secret_mount["mountPath"].as_str().unwrap_or_default()),
+                    format!("--output={MERGED_CONFIG_DIR}/cloud.conf"),
+                ],
+                "resources": {"requests": {"cpu": "10m", "memory": "20Mi"}},
+                "terminationMessagePolicy": "FallbackToLogsOnError",
+                "volumeMounts": [
+                    config_mount,
+                    secret_mount,
+                    {"mountPath": MERGED_CONFIG_DIR, "name": "merged-config"},
+                ],
+            }));
         }
         mounts.push(
             json!({"mountPath": "/etc/kubernetes", "name": "host-etc-kube", "readOnly": true}),
@@ -74,7 +113,7 @@ impl Run<'_> {
         volumes.push(json!({"name": "host-etc-kube",
             "hostPath": {"path": "/etc/kubernetes", "type": "Directory"}}));
         container["volumeMounts"] = json!(mounts);
-        json!({
+        let mut deployment = json!({
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": {"labels": labels, "name": spec.app, "namespace": NAMESPACE},
@@ -100,7 +139,11 @@ impl Run<'_> {
                     },
                 },
             },
-        })
+        });
+        if !init_containers.is_empty() {
+            deployment["spec"]["template"]["spec"]["initContainers"] = json!(init_containers);
+        }
+        deployment
     }
 
     /// The per-node companion DaemonSet, when the platform has one and an image for it.

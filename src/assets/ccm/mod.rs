@@ -119,7 +119,13 @@ impl Asset for CcmAsset {
         );
         let replicas = if config.control_plane_replicas() == 1 { 1 } else { 2 };
         let image = self.images.ccm_for(row.name);
-        let run = deployment::Run { spec: &spec, image, infra_id: &id.infra_id, hash: &hash };
+        let run = deployment::Run {
+            spec: &spec,
+            image,
+            assets_image: &self.images.assets,
+            infra_id: &id.infra_id,
+            hash: &hash,
+        };
         output = output.with_file(File::new(DEPLOYMENT_PATH, to_yaml(&run.deployment(replicas))?));
         if let Some(daemon_set) = run.node_manager(self.images.node_manager_for(row.name)) {
             output = output.with_file(File::new(NODE_MANAGER_PATH, to_yaml(&daemon_set)?));

@@ -218,6 +218,7 @@ pub const IBM_CCM: CcmSpec = CcmSpec {
         keys: &["ibmcloud_api_key"],
     }),
     reads_credentials_secret: false,
+    inject_credentials: false,
     env: &[],
     node_manager: None,
 };

@@ -96,6 +96,7 @@ impl Provider for OpenStack {
                 keys: &["clouds.yaml"],
             }),
             reads_credentials_secret: false,
+            inject_credentials: false,
             env: &[],
             node_manager: None,
         })
