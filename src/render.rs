@@ -1,8 +1,10 @@
 //! Bootstrap mode: `/assets/manifests` → static pods and bootstrap configs, on the bootstrap node.
 //!
 //! Runs after `create manifests` and after any edits the user made to the manifests: the
-//! bootstrap cloud.conf is derived again from `manifests/cloud-provider-config.yaml` as it is
-//! now; the static pod and the kubeconfig are taken from `bootstrap/` as `create` wrote them.
+//! bootstrap cloud.conf is derived again from `manifests/cloud-provider-config.yaml` (and, for
+//! a CCM reading its credentials from its config, `openshift/99_cloud-creds-secret.yaml`) as
+//! they are now; the static pod and the kubeconfig are taken from `bootstrap/` as `create`
+//! wrote them.
 //! Without a cloud-provider config (a platform with no cloud config) it renders nothing and
 //! succeeds. Output is committed all at once, like `create`.
 
@@ -10,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::assets::bootstrap::{self, kubeconfig};
 use crate::assets::cloud_provider_config as cloud_conf;
-use crate::assets::{infrastructure, platform};
+use crate::assets::{credentials, infrastructure, platform};
 use crate::graph::File;
 use crate::graph::write::{self, Plan};
 
@@ -76,12 +78,18 @@ pub fn render(asset_dir: &Path, dest_dir: &Path) -> Result<Rendered, Error> {
     let Some(spec) = row.provider.ccm() else {
         return Ok(Rendered::Nothing);
     };
-    let configs = bootstrap::configs(row.provider, &content)
+    let creds_path = asset_dir.join(credentials::SECRET_PATH);
+    let creds = match read_optional(&creds_path)? {
+        Some(text) if spec.inject_credentials => Some(
+            credentials::read_secret(&text)
+                .map_err(|source| Error::CloudConfig { path: creds_path, source })?,
+        ),
+        _ => None,
+    };
+    let configs = bootstrap::configs(row.provider, &spec, &content, creds.as_ref())
         .map_err(|source| Error::CloudConfig { path: map_path, source })?;
     let mut plan = Plan::default();
-    for (name, text) in configs {
-        plan.writes.push(File::new(format!("configs/{name}"), text));
-    }
+    plan.writes.extend(configs);
     let pod_path = bootstrap::pod_path(spec.app);
     let pod = required(asset_dir, &pod_path)?;
     let pod_name = Path::new(&pod_path).file_name().expect("a file path").to_string_lossy();

@@ -55,6 +55,29 @@ pub fn secret(name: &str, namespace: &str, data: &SecretData) -> Result<String, 
     }))?)
 }
 
+/// The plaintext data of a Secret file [`secret`] wrote (or the user edited): `data`
+/// base64-decoded, then `stringData` over it. Errors name the key, never a value.
+pub fn read_secret(text: &str) -> Result<SecretData, AssetError> {
+    #[derive(Deserialize)]
+    struct SecretFile {
+        #[serde(default)]
+        data: std::collections::BTreeMap<String, String>,
+        #[serde(default, rename = "stringData")]
+        string_data: std::collections::BTreeMap<String, String>,
+    }
+    let file: SecretFile =
+        serde_saphyr::from_str(text).map_err(|_| "not a Secret with string data")?;
+    let mut out = SecretData::new();
+    for (key, encoded) in file.data {
+        let bytes =
+            STANDARD.decode(encoded.trim()).map_err(|_| format!("data.{key}: not base64"))?;
+        let value = String::from_utf8(bytes).map_err(|_| format!("data.{key}: not UTF-8"))?;
+        out.insert(key, value);
+    }
+    out.extend(file.string_data);
+    Ok(out)
+}
+
 fn role(platform: &str, secret: &str) -> Result<String, AssetError> {
     Ok(to_yaml(&json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",

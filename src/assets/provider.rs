@@ -166,6 +166,16 @@ pub trait Provider: Sync + std::fmt::Debug {
         self.in_cluster_config(config)
     }
 
+    /// The bootstrap CCM's config with the credentials Secret's data merged in, for a CCM that
+    /// reads its credentials from its config only ([`CcmSpec::inject_credentials`]).
+    fn config_with_credentials(
+        &self,
+        config: &str,
+        _credentials: &SecretData,
+    ) -> Result<String, AssetError> {
+        Ok(config.to_owned())
+    }
+
     /// The name of the `kube-system` credentials Secret; its reader Role is always written.
     fn secret_name(&self) -> Option<&'static str> {
         None

@@ -60,7 +60,8 @@ pub enum Command {
     ///
     /// Reads DIR/manifests/cloud-provider-config.yaml (with any edits made after `create
     /// manifests`) and DIR/bootstrap/, and writes OUT/manifests/ (the static pod), OUT/configs/
-    /// (cloud.conf and its CA) and OUT/secrets/ (the kubeconfig). Without a cloud-provider
+    /// (cloud.conf and its CA) and OUT/secrets/ (the kubeconfig; on Azure also cloud.conf, with
+    /// the client of DIR/openshift/99_cloud-creds-secret.yaml merged in). Without a cloud-provider
     /// config it writes nothing and succeeds. The bootkube stage runs this in a container.
     #[command(
         after_help = "Examples:\n  ccm-assets render --asset-dir /assets --dest-dir /assets/ccm-bootstrap\n  \

@@ -1,6 +1,7 @@
-//! The Azure CCM's credentials: the Deployment's init container merges the mounted Secret into
-//! its config. Run here as the kubelet would run it, with the args the Deployment gives it and
-//! the files its volumes would hold.
+//! The Azure CCM's credentials, which it reads from its config only. In the cluster, the
+//! Deployment's init container merges the mounted Secret into the config: run here as the
+//! kubelet would run it, with the args the Deployment gives it and the files its volumes would
+//! hold. On the bootstrap node, `create` and `render` merge the `kube-system` Secret in.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
@@ -112,4 +113,58 @@ fn a_private_secret_gives_a_private_config_and_a_missing_one_writes_nothing() {
     let run = Test::new().args(&bad).expect(1);
     assert!(run.stderr.contains("azure_client_secret"), "{}", run.stderr);
     assert!(!dir.join("other.conf").exists(), "nothing may be written");
+}
+
+#[test]
+fn the_bootstrap_pod_reads_a_config_with_the_credentials_secret_merged_in() {
+    use base64::Engine as _;
+    let args = create_args(&[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let t = with_credentials(Test::new().example("azure")).args(&args);
+    t.expect(0);
+    let pod = yaml(&t, "bootstrap/manifests/azure-cloud-controller-manager-pod.yaml");
+    let pod_args = pod["spec"]["containers"][0]["args"].as_array().unwrap();
+    assert!(
+        pod_args
+            .contains(&Value::from("--cloud-config=/etc/kubernetes/bootstrap-secrets/cloud.conf"))
+    );
+    let created = t.read("bootstrap/secrets/cloud.conf");
+    let config: Value = serde_json::from_str(&created).unwrap();
+    assert_eq!(
+        (config["aadClientId"].as_str(), config["aadClientSecret"].as_str()),
+        (Some(CLIENT_ID), Some(CLIENT_SECRET))
+    );
+
+    // render on the bootstrap node derives the same file, and follows a rotated Secret.
+    let dest = t.dir().join("rendered");
+    let asset_dir = t.dir().display().to_string();
+    let render = || {
+        let args = ["render", "--asset-dir", &asset_dir, "--dest-dir", dest.to_str().unwrap()];
+        let run = Test::new().args(&args).expect(0);
+        assert!(!run.stderr.contains(CLIENT_SECRET), "secret logged: {}", run.stderr);
+        std::fs::read_to_string(dest.join("secrets/cloud.conf")).unwrap()
+    };
+    assert_eq!(render(), created);
+    let mode = std::fs::metadata(dest.join("secrets/cloud.conf")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let secret_file = t.read("openshift/99_cloud-creds-secret.yaml");
+    let rotated = secret_file.replace(&b64.encode(CLIENT_SECRET), &b64.encode("rotated-secret"));
+    assert_ne!(rotated, secret_file);
+    std::fs::write(t.dir().join("openshift/99_cloud-creds-secret.yaml"), rotated).unwrap();
+    let config: Value = serde_json::from_str(&render()).unwrap();
+    assert_eq!(config["aadClientSecret"], "rotated-secret");
+}
+
+#[test]
+fn manual_credentials_leave_the_bootstrap_config_without_a_client_and_say_so() {
+    let t = Test::new().example("azure");
+    let config = format!("credentialsMode: Manual\n{}", t.read("install-config.yaml"));
+    let args = create_args(&[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let t = with_credentials(t.file("install-config.yaml", &config)).args(&args);
+    let run = t.expect(0);
+    assert!(run.stderr.contains("starts without cloud credentials"), "{}", run.stderr);
+    let config: Value = serde_json::from_str(&t.read("bootstrap/secrets/cloud.conf")).unwrap();
+    assert_eq!(config["aadClientId"], "");
 }

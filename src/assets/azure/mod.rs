@@ -44,6 +44,14 @@ impl Provider for Azure {
         Syntax::Json
     }
 
+    fn config_with_credentials(
+        &self,
+        config: &str,
+        credentials: &SecretData,
+    ) -> Result<String, AssetError> {
+        Ok(inject::inject(config, credentials)?)
+    }
+
     fn secret_name(&self) -> Option<&'static str> {
         Some(SECRET_NAME)
     }
