@@ -78,14 +78,13 @@ pub fn render(asset_dir: &Path, dest_dir: &Path) -> Result<Rendered, Error> {
     let Some(spec) = row.provider.ccm() else {
         return Ok(Rendered::Nothing);
     };
+    // Only a CCM that reads its credentials from its config needs the Secret here.
     let creds_path = asset_dir.join(credentials::SECRET_PATH);
-    let creds = match read_optional(&creds_path)? {
-        Some(text) if spec.inject_credentials => Some(
-            credentials::read_secret(&text)
-                .map_err(|source| Error::CloudConfig { path: creds_path, source })?,
-        ),
-        _ => None,
-    };
+    let creds_text = if spec.inject_credentials { read_optional(&creds_path)? } else { None };
+    let creds = creds_text
+        .map(|text| credentials::read_secret(&text))
+        .transpose()
+        .map_err(|source| Error::CloudConfig { path: creds_path, source })?;
     let configs = bootstrap::configs(row.provider, &spec, &content, creds.as_ref())
         .map_err(|source| Error::CloudConfig { path: map_path, source })?;
     let mut plan = Plan::default();

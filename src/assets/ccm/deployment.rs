@@ -71,9 +71,10 @@ impl Run<'_> {
         let mut mounts = vec![config_mount.clone()];
         let mut volumes = vec![json!({"name": "config", "configMap": {"name": "cloud-conf",
             "items": [{"key": "cloud.conf", "path": "cloud.conf"}]}})];
-        let mut secret_mount = None;
-        if let Some((secret, dir)) = spec.secret.and_then(|s| Some((s, s.dir?))) {
-            secret_mount = Some(json!({"mountPath": dir, "name": "secret", "readOnly": true}));
+        let secret_dir = spec.secret.and_then(|s| s.dir);
+        let secret_mount =
+            secret_dir.map(|dir| json!({"mountPath": dir, "name": "secret", "readOnly": true}));
+        if let Some(secret) = spec.secret.filter(|_| secret_dir.is_some()) {
             mounts.extend(secret_mount.clone());
             let items: Vec<Value> =
                 secret.keys.iter().map(|k| json!({"key": k, "path": k})).collect();
@@ -82,7 +83,9 @@ impl Run<'_> {
             );
         }
         let mut init_containers = Vec::new();
-        if let (true, Some(secret_mount)) = (spec.inject_credentials, secret_mount) {
+        if let (true, Some(secret_dir), Some(secret_mount)) =
+            (spec.inject_credentials, secret_dir, secret_mount)
+        {
             // The CCM sees only the merged copy: neither the ConfigMap nor the Secret.
             mounts = vec![
                 json!({"mountPath": MERGED_CONFIG_DIR, "name": "merged-config", "readOnly": true}),
@@ -95,7 +98,7 @@ impl Run<'_> {
                 "args": [
                     "inject-azure-credentials",
                     format!("--cloud-config={}/cloud.conf", spec.config_dir),
-                    format!("--credentials-dir={}", secret_mount["mountPath"].as_str().unwrap_or_default()),
+                    format!("--credentials-dir={secret_dir}"),
                     format!("--output={MERGED_CONFIG_DIR}/cloud.conf"),
                 ],
                 "resources": {"requests": {"cpu": "10m", "memory": "20Mi"}},

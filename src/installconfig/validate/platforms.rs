@@ -72,7 +72,7 @@ fn check_aws(p: &AwsPlatform, path: &Path) -> Vec<FieldError> {
     errs.extend(service_endpoints(
         &p.service_endpoints,
         &path.child("serviceEndpoints"),
-        AWS_NAMES,
+        Names::LowercaseId,
     ));
     errs
 }
@@ -111,7 +111,11 @@ fn check_gcp(p: &GcpPlatform, path: &Path) -> Vec<FieldError> {
     let mut errs = Vec::new();
     required(&mut errs, &p.project_id, &path.child("projectID"), "must provide a GCP project ID");
     required(&mut errs, &p.region, &path.child("region"), "must provide a region");
-    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints"), ANY_NAME));
+    errs.extend(service_endpoints(
+        &p.service_endpoints,
+        &path.child("serviceEndpoints"),
+        Names::Any,
+    ));
     errs
 }
 
@@ -268,9 +272,6 @@ enum Names {
         power: bool,
     },
 }
-
-const ANY_NAME: Names = Names::Any;
-const AWS_NAMES: Names = Names::LowercaseId;
 
 /// openshift/api `PowerVSServiceEndpoint.name`; IBM Cloud's `IBMCloudServiceName` is the same
 /// list without `Power`.
