@@ -9,9 +9,9 @@ use ccm_assets::assets::openstack::cloud_conf;
 use ccm_assets::assets::openstack::lookup::{CloudFacts, Offline};
 use ccm_assets::assets::{self, Inputs, MANIFEST_TARGETS};
 use ccm_assets::cli::resolve;
-use ccm_assets::formats::{gcfg, yaml};
 use ccm_assets::graph::store;
 use ccm_assets::installconfig::{self, clouds};
+use ccm_formats::{gcfg, yaml};
 
 fn main() {
     divan::main();

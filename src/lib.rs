@@ -6,7 +6,8 @@
 //! The [`graph`] engine resolves the requested targets depth-first, generating each asset once
 //! from its declared parents, reconciles the result with the files and state already in the
 //! asset directory (keeping user edits whose inputs did not change), and commits everything
-//! atomically. [`formats`] holds the pure writers and readers every asset shares.
+//! atomically. [`ccm_formats`] holds the pure writers and
+//! readers every asset shares (and the controller too).
 //!
 //! ```text
 //!  install-config.yaml ─┐                          ┌─ manifests/*.yaml
@@ -18,7 +19,6 @@
 pub mod assets;
 pub mod cli;
 pub mod files;
-pub mod formats;
 pub mod graph;
 pub mod installconfig;
 pub mod render;

@@ -197,7 +197,7 @@ impl Elector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::fake::FakeApiServer;
+    use fake_kube_apiserver::FakeApiServer;
 
     fn settings(identity: &str) -> Settings {
         Settings {

@@ -13,9 +13,9 @@ use super::openstack::lookup::{self, CloudFacts};
 use super::options::{self, Options};
 use super::provider::{CloudProviderConfig, Context};
 use super::{cluster_id, install_config, platform};
-use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
 use crate::installconfig::InstallConfig;
+use ccm_formats::yaml::to_yaml;
 
 /// Asset id.
 pub const ID: AssetId = "cloud-provider-config";

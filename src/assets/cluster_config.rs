@@ -8,8 +8,8 @@
 use serde_json::{Value, json};
 
 use super::install_config;
-use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
+use ccm_formats::yaml::to_yaml;
 
 /// Asset id.
 pub const ID: AssetId = "cluster-config";

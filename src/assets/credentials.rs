@@ -13,9 +13,9 @@ use super::cloud_access::{self, CloudAccess};
 use super::options::{self, Options};
 use super::provider::{Context, SecretData};
 use super::{cluster_id, install_config, platform};
-use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
 use crate::installconfig::{CredentialsMode, InstallConfig};
+use ccm_formats::yaml::to_yaml;
 
 /// Asset id.
 pub const ID: AssetId = "credentials";

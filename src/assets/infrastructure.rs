@@ -10,9 +10,9 @@ use serde_json::{Map, Value};
 use super::cloud_provider_config as cloud_conf;
 use super::provider::CloudProviderConfig;
 use super::{cluster_id, install_config, platform};
-use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
 use crate::installconfig::{InstallConfig, LoadBalancerType};
+use ccm_formats::yaml::to_yaml;
 
 /// Asset id.
 pub const ID: AssetId = "infrastructure";

@@ -126,7 +126,7 @@ impl Syntax {
     /// `Ok` when `config` parses in this syntax.
     pub fn check(self, config: &str) -> Result<(), AssetError> {
         match self {
-            Syntax::Gcfg => drop(crate::formats::gcfg::parse(config)?),
+            Syntax::Gcfg => drop(ccm_formats::gcfg::parse(config)?),
             Syntax::Json => drop(serde_json::from_str::<Value>(config)?),
             Syntax::Unchecked => {}
         }

@@ -3,9 +3,9 @@
 use serde_json::json;
 
 use super::install_config;
-use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
 use crate::installconfig::InstallConfig;
+use ccm_formats::yaml::to_yaml;
 
 /// Asset id.
 pub const ID: AssetId = "trust-bundle";

@@ -4,7 +4,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::parse::{self, SyntaxError};
-use crate::formats::clouds_yaml::{self, CloudEntry, CloudsFile};
+use ccm_formats::clouds_yaml::{self, CloudEntry, CloudsFile};
 
 /// Where clouds.yaml may be; the CLI fills this from `$OS_CLIENT_CONFIG_FILE`, the working
 /// directory and `$HOME`.

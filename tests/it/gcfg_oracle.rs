@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use ccm_assets::assets::cloud_provider_config;
 use ccm_assets::assets::openstack::lookup::CloudFacts;
 use ccm_assets::assets::openstack::{Cloud, cloud_conf, credentials};
-use ccm_assets::formats::clouds_yaml::CloudEntry;
-use ccm_assets::formats::gcfg::{self, Document, Section};
+use ccm_formats::clouds_yaml::CloudEntry;
+use ccm_formats::gcfg::{self, Document, Section};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 

@@ -323,7 +323,7 @@ fn the_project_examples_load() {
 
 /// A normalized config reads back as itself: writing it out loses nothing.
 fn assert_round_trips(config: &InstallConfig) {
-    let yaml = ccm_assets::formats::yaml::to_yaml(config).expect("yaml");
+    let yaml = ccm_formats::yaml::to_yaml(config).expect("yaml");
     let again = installconfig::parse(&yaml, "normalized.yaml", &Defaults::default())
         .unwrap_or_else(|err| panic!("{err}\n{yaml}"));
     assert_eq!(&again.config, config, "{yaml}");

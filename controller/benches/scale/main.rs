@@ -26,11 +26,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fake_kube_apiserver::FakeApiServer;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::runtime::watcher;
-use occm::kube::fake::FakeApiServer;
 use serde_json::{Value, json};
 
 use ops::Counter;

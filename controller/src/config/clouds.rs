@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ccm_assets::formats::clouds_yaml::{CloudEntry, CloudsFile};
+use ccm_formats::clouds_yaml::{CloudEntry, CloudsFile};
 
 use super::{Checked, Diagnostic, Severity, Values};
 

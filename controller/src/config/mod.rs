@@ -1,6 +1,6 @@
 //! Typed cloud.conf (`[Global]`, `[Networking]`, `[LoadBalancer]`, `[Metadata]`, `[Route]`) with strict checks.
 //!
-//! The gcfg dialect itself is `ccm_assets::formats::gcfg`; this module maps its document onto
+//! The gcfg dialect itself is `ccm_formats::gcfg`; this module maps its document onto
 //! the upstream OCCM keys and defaults ([`keys`]), collects every warning and error at once
 //! ([`Diagnostic`]), merges credentials from clouds.yaml ([`clouds`]) and prints the effective
 //! configuration with secrets redacted ([`render`]).
@@ -18,7 +18,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use ccm_assets::formats::gcfg::{self, Document};
+use ccm_formats::gcfg::{self, Document};
 
 pub use typed::{
     Config, Credentials, EndpointInterface, Global, LbClass, LoadBalancer, Metadata, Networking,

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use ccm_assets::formats::gcfg::quote;
+use ccm_formats::gcfg::quote;
 
 use super::Values;
 use super::keys::{self, Kind};

@@ -12,8 +12,8 @@ use crate::cloud::neutron::{FixedIp, Port};
 use crate::cloud::nova::{Flavor, ServerAddress};
 use crate::cloud::{Cloud, Error, Instance, Lookup, Result, Server};
 use crate::config::Networking;
-use crate::kube::fake::FakeApiServer;
 use crate::metrics::Metrics;
+use fake_kube_apiserver::FakeApiServer;
 
 /// An in-memory cloud with a call log and an injectable failure.
 #[derive(Debug, Default)]

@@ -13,7 +13,7 @@ use super::fixtures::{FakeCloud, context, instance, node, nodes, tainted_node};
 use super::lifecycle::{self, Outcome};
 use super::{SHUTDOWN_TAINT, UNINITIALIZED_TAINT, node as node_controller};
 use crate::cloud::Error as CloudError;
-use crate::kube::fake::FakeApiServer;
+use fake_kube_apiserver::FakeApiServer;
 
 fn taint_keys(node: &Value) -> Vec<String> {
     let taints = node["spec"]["taints"].as_array().cloned().unwrap_or_default();

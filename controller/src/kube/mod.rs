@@ -1,6 +1,5 @@
-//! The Kubernetes side: client construction, Node patches and events; `fake` is the test API server.
+//! The Kubernetes side: client construction, Node patches and events.
 
-pub mod fake;
 pub mod rate_limit;
 pub mod secret;
 

@@ -201,7 +201,7 @@ mod tests {
     async fn a_burst_beyond_the_limit_reaches_the_api_server_spread_over_time() {
         use k8s_openapi::api::core::v1::Node;
 
-        let fake = crate::kube::fake::FakeApiServer::start().await.unwrap();
+        let fake = fake_kube_apiserver::FakeApiServer::start().await.unwrap();
         fake.create("v1", "nodes", "", serde_json::json!({"metadata": {"name": "a"}}));
         let config = ::kube::Config::new(fake.url().parse().unwrap());
         let client = crate::kube::build(config, RateLimit::from_flags(2.0, 3)).unwrap();

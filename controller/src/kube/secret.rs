@@ -93,7 +93,7 @@ mod tests {
 
     use super::*;
     use crate::config::check_text;
-    use crate::kube::fake::FakeApiServer;
+    use fake_kube_apiserver::FakeApiServer;
 
     fn clouds_yaml(password: &str) -> String {
         let yaml = format!(

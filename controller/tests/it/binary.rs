@@ -3,7 +3,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use occm::kube::fake::FakeApiServer;
+use fake_kube_apiserver::FakeApiServer;
 
 use crate::support::{BIN, Process, free_port, https, kubeconfig};
 

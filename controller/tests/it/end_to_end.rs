@@ -10,7 +10,7 @@ use ccm_assets::assets::openstack::lookup::Online;
 use ccm_assets::assets::{self, Inputs, MANIFEST_TARGETS};
 use ccm_assets::graph::store;
 use ccm_assets::installconfig::{self, clouds};
-use occm::kube::fake::FakeApiServer;
+use fake_kube_apiserver::FakeApiServer;
 use serde_json::{Value, json};
 
 use crate::support::{Process, free_port, kubeconfig, openstack_env, scene};

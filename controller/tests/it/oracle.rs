@@ -120,7 +120,7 @@ fn every_key_of_our_table_is_an_upstream_key_and_reads_the_same() {
 }
 
 fn ccm_quote(value: &str) -> String {
-    ccm_assets::formats::gcfg::quote(value).into_owned()
+    ccm_formats::gcfg::quote(value).into_owned()
 }
 
 #[test]

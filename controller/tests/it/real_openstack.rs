@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_kube_apiserver::FakeApiServer;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use occm::cloud::{self, Cloud, Lookup, OpenStack};
 use occm::config::{Credentials, Values, check_text, clouds};
 use occm::controllers::lifecycle::{self, Outcome};
 use occm::controllers::{Context, node};
-use occm::kube::fake::FakeApiServer;
 use occm::metrics::Metrics;
 use serde_json::json;
 

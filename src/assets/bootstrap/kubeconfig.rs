@@ -15,9 +15,9 @@ use time::{Duration, OffsetDateTime};
 use super::tls::{self, Tls};
 use crate::assets::cloud_provider_config as cloud_conf;
 use crate::assets::provider::CloudProviderConfig;
-use crate::formats::kubeconfig::Kubeconfig;
-use crate::formats::pem;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents, state};
+use ccm_formats::kubeconfig::Kubeconfig;
+use ccm_formats::pem;
 
 /// Asset id.
 pub const ID: AssetId = "bootstrap/kubeconfig";

@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 use super::cloud_provider_config::{self as cloud_conf};
 use super::provider::{CcmSpec, CloudProviderConfig, Provider, SecretData};
 use super::{ccm, cluster_id, credentials, install_config, platform};
-use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
 use crate::installconfig::InstallConfig;
+use ccm_formats::yaml::to_yaml;
 
 /// Asset id.
 pub const ID: AssetId = "bootstrap/ccm";

@@ -15,9 +15,9 @@ use super::cloud_provider_config::{self as cloud_conf};
 use super::credentials::{self, Credentials};
 use super::provider::CloudProviderConfig;
 use super::{cluster_id, install_config, platform};
-use crate::formats::yaml::to_yaml;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
 use crate::installconfig::InstallConfig;
+use ccm_formats::yaml::to_yaml;
 
 pub use deployment::tolerations;
 

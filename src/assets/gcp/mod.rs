@@ -16,10 +16,10 @@ use crate::assets::cloud_access::CloudAccess;
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,
 };
-use crate::formats::yaml::to_yaml;
 use crate::graph::AssetError;
 use crate::graph::File;
 use crate::installconfig::{GcpPlatform, InstallConfig, Secret};
+use ccm_formats::yaml::to_yaml;
 
 /// GCP's [`Provider`]: the gcfg cloud config and `kube-system/ingress-uid`, `gcp-credentials`,
 /// the upstream GCE CCM, which uses the control-plane instances' service account.

@@ -6,8 +6,8 @@
 //! say) is quoted with [`gcfg::quote`], so the CCM reads back what was meant. An empty value
 //! stays `key = `, byte for byte what the installer writes.
 
-use crate::formats::gcfg;
 use crate::installconfig::ServiceEndpoint;
+use ccm_formats::gcfg;
 
 /// Where the CCM reads the API key (mounted from its credentials Secret).
 pub(crate) const CREDENTIALS_PATH: &str = "/etc/vpc/ibmcloud_api_key";

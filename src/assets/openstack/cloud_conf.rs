@@ -8,7 +8,7 @@
 
 use super::lookup::CloudFacts;
 use super::{CA_PATH, CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, Cloud};
-use crate::formats::gcfg::{self, Document, Section};
+use ccm_formats::gcfg::{self, Document, Section};
 
 /// Where the in-cluster CCM finds clouds.yaml (the mounted `openstack-cloud-credentials`).
 pub const CLOUDS_FILE: &str = "/etc/openstack/secret/clouds.yaml";

@@ -5,10 +5,10 @@ use serde_json::json;
 
 use super::{CA_PATH, Cloud};
 use crate::assets::provider::SecretData;
-use crate::formats::clouds_yaml::CloudEntry;
-use crate::formats::gcfg;
-use crate::formats::yaml::to_yaml;
 use crate::graph::AssetError;
+use ccm_formats::clouds_yaml::CloudEntry;
+use ccm_formats::gcfg;
+use ccm_formats::yaml::to_yaml;
 
 /// `{clouds: {openstack: entry}}`, with `cacert` pointing at the CA on the node.
 pub fn clouds_yaml(cloud: &Cloud) -> Result<String, AssetError> {

@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::provider::{CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount};
-use crate::formats::clouds_yaml::CloudEntry;
 use crate::graph::AssetError;
 use crate::installconfig::InstallConfig;
+use ccm_formats::clouds_yaml::CloudEntry;
 
 /// Where the cloud's CA bundle lives on every node (written there from the cloud-provider
 /// ConfigMap's `ca-bundle.pem` key); cloud.conf and the in-cluster clouds.yaml point at it.

@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 
 use super::{REGION_TAG_CATEGORY, SECRET_NAME, SECRET_NAMESPACE, ZONE_TAG_CATEGORY, datacenters};
-use crate::formats::gcfg;
 use crate::installconfig::VspherePlatform;
+use ccm_formats::gcfg;
 
 /// `[Global]`, one `[VirtualCenter "<server>"]` per vCenter, `[Workspace]` from the first
 /// failure domain (folder `/<datacenter>/vm/<infraID>` unless set), and `[Labels]` with more

@@ -3,8 +3,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::formats::gcfg;
 use crate::installconfig::{Defaults, parse};
+use ccm_formats::gcfg;
 
 const INFRA_ID: &str = "ocp-x7k2p";
 

@@ -11,8 +11,8 @@ use super::{
     NodeNetworking, NodeNetworkingSpec, REGION_TAG_CATEGORY, SECRET_NAME, SECRET_NAMESPACE,
     ZONE_TAG_CATEGORY, datacenters,
 };
-use crate::formats::yaml::to_yaml;
 use crate::installconfig::VspherePlatform;
+use ccm_formats::yaml::to_yaml;
 
 /// `global` (the credentials Secret, self-signed certificates accepted), one `vcenter` entry
 /// per vCenter (keyed by server, with its own `insecureFlag: true`: explicit, so the entry

@@ -1,7 +1,7 @@
 //! cloud.conf generation and the two transforms, on exact text.
 
 use super::*;
-use crate::formats::clouds_yaml::CloudEntry;
+use ccm_formats::clouds_yaml::CloudEntry;
 
 const STANDARD: &str = "[Global]\nuse-clouds = true\nclouds-file = /etc/openstack/secret/clouds.yaml\n\
                         cloud = openstack\n\n[LoadBalancer]\nmax-shared-lb = 1\nmanage-security-groups = true\n";
