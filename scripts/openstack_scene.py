@@ -30,23 +30,13 @@ import sys
 import time
 import uuid
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'openstack'))
+import envfile  # noqa: E402  (scripts/openstack/envfile.py)
+
 
 
 class NotFound(Exception):
     pass
-
-
-def read_env(path):
-    env = {}
-    if path and os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if line and not line.startswith('#') and '=' in line:
-                    key, value = line.split('=', 1)
-                    env[key] = value
-    return env
 
 
 def fail(msg):
@@ -58,9 +48,8 @@ class Scene:
     def __init__(self, args):
         import openstack  # late: --help works without openstacksdk
         self.openstack = openstack
-        env_file = args.env or os.environ.get('CCM_OPENSTACK_ENV') or os.path.join(
-            REPO, 'target', 'openstack', 'env')
-        self.env = read_env(env_file)
+        env_file = envfile.path(args.env)
+        self.env = envfile.read(env_file)
         if not os.environ.get('OS_CLIENT_CONFIG_FILE') and self.env.get('OPENSTACK_CLOUDS_YAML'):
             os.environ['OS_CLIENT_CONFIG_FILE'] = self.env['OPENSTACK_CLOUDS_YAML']
         cloud = args.cloud or os.environ.get('OS_CLOUD') or self.env.get('OPENSTACK_CLOUD_PASSWORD')

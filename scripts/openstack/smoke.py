@@ -22,7 +22,8 @@ import openstack
 import requests
 from keystoneauth1 import exceptions as ka_exceptions
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import envfile
+
 
 
 class Failed(Exception):
@@ -34,21 +35,10 @@ def check(cond, msg):
         raise Failed(msg)
 
 
-def read_env(path):
-    env = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith('#'):
-                key, value = line.split('=', 1)
-                env[key] = value
-    return env
-
-
 class Smoke:
     def __init__(self, env_file):
         self.env_file = env_file
-        self.env = read_env(env_file)
+        self.env = envfile.read(env_file)
         os.environ['OS_CLIENT_CONFIG_FILE'] = self.env['OPENSTACK_CLOUDS_YAML']
         os.environ.pop('OS_CLOUD', None)
         self.checks = 0
@@ -175,8 +165,7 @@ def tails(directory):
 
 
 def main():
-    env_file = (sys.argv[1] if len(sys.argv) > 1 else os.environ.get('CCM_OPENSTACK_ENV')
-                or os.path.join(REPO, 'target', 'openstack', 'env'))
+    env_file = envfile.path(sys.argv[1] if len(sys.argv) > 1 else None)
     if not os.path.exists(env_file):
         sys.exit('smoke: %s does not exist: run scripts/openstack-up.sh first' % env_file)
     smoke = Smoke(env_file)

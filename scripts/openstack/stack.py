@@ -12,7 +12,6 @@ instead of dozens of `openstack` CLI calls, which take 2-3 s apiece).
 """
 import argparse
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import time
 
 import openstack
 import yaml
+
+import envfile
 
 REGION = 'RegionOne'
 DOMAIN = 'Default'
@@ -197,7 +198,7 @@ def fixtures(args):
         'OPENSTACK_IMAGE_URL': conn.image.get_endpoint(),
         'OPENSTACK_SCENE': args.scene,
     })
-    write_env(os.path.join(args.dir, 'env'), env)
+    envfile.write(os.path.join(args.dir, 'env'), env)
     say('wrote %s and %s/env' % (clouds_yaml, args.dir))
 
 
@@ -252,23 +253,6 @@ def write_clouds_yaml(path, auth_url, admin_password, project, appcred):
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w') as f:
         f.write('# written by scripts/openstack-up.sh: the test stack on 127.0.0.1\n')
         yaml.safe_dump({'clouds': clouds}, f, default_flow_style=False, sort_keys=False)
-    os.replace(tmp, path)
-
-
-SAFE = re.compile(r'^[A-Za-z0-9_./:@+,=-]*$')
-
-
-def write_env(path, env):
-    """KEY=value lines, no quoting needed: readable by `.` in a shell and by a line split."""
-    lines = []
-    for key, value in env.items():
-        if not SAFE.match(str(value)):
-            sys.exit('env value of %s needs quoting: %r' % (key, value))
-        lines.append('%s=%s\n' % (key, value))
-    tmp = path + '.tmp'
-    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w') as f:
-        f.write('# written by scripts/openstack-up.sh; read by the tests via CCM_OPENSTACK_ENV\n')
-        f.writelines(lines)
     os.replace(tmp, path)
 
 
