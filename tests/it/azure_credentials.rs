@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::platforms::{create_args, with_credentials};
+use crate::platforms::{pinned, with_credentials};
 use crate::support::Test;
 
 /// The fixture principal (tests/fixtures/credentials/osServicePrincipal.json).
@@ -31,9 +31,8 @@ fn mount(dir: &Path, data: &Value, mode: u32) {
 
 #[test]
 fn the_init_container_gives_the_ccm_its_service_principal() {
-    let args = create_args(&[]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let t = with_credentials(Test::new().example("azure")).args(&args);
+    let run = pinned(&[]);
+    let t = with_credentials(Test::new().example("azure")).create(&run);
     t.expect(0);
     let deployment = yaml(&t, "manifests/ccm/20-deployment.yaml");
     let pod = &deployment["spec"]["template"]["spec"];
@@ -118,9 +117,8 @@ fn a_private_secret_gives_a_private_config_and_a_missing_one_writes_nothing() {
 #[test]
 fn the_bootstrap_pod_reads_a_config_with_the_credentials_secret_merged_in() {
     use base64::Engine as _;
-    let args = create_args(&[]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let t = with_credentials(Test::new().example("azure")).args(&args);
+    let run = pinned(&[]);
+    let t = with_credentials(Test::new().example("azure")).create(&run);
     t.expect(0);
     let pod = yaml(&t, "bootstrap/manifests/azure-cloud-controller-manager-pod.yaml");
     let pod_args = pod["spec"]["containers"][0]["args"].as_array().unwrap();
@@ -160,9 +158,8 @@ fn the_bootstrap_pod_reads_a_config_with_the_credentials_secret_merged_in() {
 fn manual_credentials_leave_the_bootstrap_config_without_a_client_and_say_so() {
     let t = Test::new().example("azure");
     let config = format!("credentialsMode: Manual\n{}", t.read("install-config.yaml"));
-    let args = create_args(&[]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let t = with_credentials(t.file("install-config.yaml", &config)).args(&args);
+    let run = pinned(&[]);
+    let t = with_credentials(t.file("install-config.yaml", &config)).create(&run);
     let run = t.expect(0);
     assert!(run.stderr.contains("starts without cloud credentials"), "{}", run.stderr);
     let config: Value = serde_json::from_str(&t.read("bootstrap/secrets/cloud.conf")).unwrap();

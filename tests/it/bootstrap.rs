@@ -3,10 +3,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{Test, tree};
+use testkit::create::CreateManifests;
 
-const CREATE: &[&str] =
-    &["create", "manifests", "--dir", "{dir}", "--offline", "--infra-id", "demo-x7k2p"];
+use crate::support::{Test, tree};
 const KUBECONFIG: &str = "bootstrap/secrets/ccm-kubeconfig";
 
 fn openssl(args: &[&str], dir: &Path) -> String {
@@ -31,7 +30,7 @@ fn client_cert(t: &Test, dir: &Path) {
 
 #[test]
 fn the_kubeconfig_client_certificate_is_issued_by_a_ca_written_beside_it() {
-    let t = Test::new().example("openstack").args(CREATE);
+    let t = Test::new().example("openstack").create(&CreateManifests::offline());
     t.expect(0);
     client_cert(&t, &t.dir());
     let verified =
@@ -48,7 +47,7 @@ fn the_kubeconfig_client_certificate_is_issued_by_a_ca_written_beside_it() {
 
 #[test]
 fn minted_material_is_kept_across_runs() {
-    let t = Test::new().example("openstack").args(CREATE);
+    let t = Test::new().example("openstack").create(&CreateManifests::offline());
     t.expect(0);
     let first = (t.read(KUBECONFIG), t.read("bootstrap/secrets/ccm-ca.crt"));
     let run = t.expect(0);
@@ -58,7 +57,7 @@ fn minted_material_is_kept_across_runs() {
 
 #[test]
 fn an_installer_rsa_signer_in_pkcs1_form_issues_the_certificate() {
-    let t = Test::new().example("openstack").args(CREATE);
+    let t = Test::new().example("openstack").create(&CreateManifests::offline());
     let tls = t.dir().join("tls");
     std::fs::create_dir_all(&tls).unwrap();
     openssl(&["genrsa", "-traditional", "-out", "kube-control-plane-signer.key", "2048"], &tls);
@@ -104,7 +103,7 @@ fn an_installer_rsa_signer_in_pkcs1_form_issues_the_certificate() {
 fn half_a_signer_is_an_error_and_changes_nothing() {
     let t = Test::new()
         .example("openstack")
-        .args(CREATE)
+        .create(&CreateManifests::offline())
         .file("tls/kube-control-plane-signer.crt", "x");
     let before = tree(&t.dir());
     let run = t.expect(1);
@@ -114,7 +113,7 @@ fn half_a_signer_is_an_error_and_changes_nothing() {
 
 #[test]
 fn render_honours_edits_made_after_create() {
-    let t = Test::new().example("openstack").args(CREATE);
+    let t = Test::new().example("openstack").create(&CreateManifests::offline());
     t.expect(0);
     let path = "manifests/cloud-provider-config.yaml";
     std::fs::write(
@@ -159,7 +158,7 @@ fn render_without_a_cloud_config_writes_nothing_and_succeeds() {
 
 #[test]
 fn bootkube_stage_passes_shellcheck() {
-    let t = Test::new().example("openstack").args(CREATE);
+    let t = Test::new().example("openstack").create(&CreateManifests::offline());
     t.expect(0);
     let out = Command::new("shellcheck")
         .args(["--shell=bash", "--exclude=SC2148", "bootkube/ccm-bootstrap.sh"])
@@ -210,7 +209,7 @@ fn run_stage(t: &Test, kube: &Path, log: &Path) {
 
 #[test]
 fn bootkube_stage_starts_the_ccm_once_and_is_idempotent() {
-    let t = Test::new().example("openstack").args(CREATE);
+    let t = Test::new().example("openstack").create(&CreateManifests::offline());
     t.expect(0);
     let kube = t.dir().join("etc-kubernetes");
     let log = t.dir().join("stage.log");
@@ -235,7 +234,7 @@ fn bootkube_stage_starts_the_ccm_once_and_is_idempotent() {
 
 #[test]
 fn bootkube_stage_succeeds_without_a_cloud_config() {
-    let t = Test::new().example("openstack").args(CREATE);
+    let t = Test::new().example("openstack").create(&CreateManifests::offline());
     t.expect(0);
     std::fs::remove_file(t.dir().join("manifests/cloud-provider-config.yaml")).unwrap();
     let kube = t.dir().join("etc-kubernetes");

@@ -4,15 +4,14 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::time::SystemTime;
 
 use crate::assert_golden;
-use crate::support::{Test, tree};
+use testkit::create::CreateManifests;
 
-const PINNED: &[&str] =
-    &["create", "manifests", "--dir", "{dir}", "--offline", "--infra-id", "demo-x7k2p"];
+use crate::support::{Test, tree};
 const INFRA: &str = "manifests/cluster-infrastructure-02-config.yml";
 const STATE: &str = ".ccm-assets-state.json";
 
 fn openstack() -> Test {
-    Test::new().example("openstack").args(PINNED)
+    Test::new().example("openstack").create(&CreateManifests::offline())
 }
 
 fn mtimes(t: &Test) -> Vec<(String, SystemTime)> {
@@ -80,13 +79,7 @@ fn rerun_with_unchanged_inputs_rewrites_nothing() {
 
 #[test]
 fn generated_infra_id_is_made_once_and_kept() {
-    let t = Test::new().example("openstack").args(&[
-        "create",
-        "manifests",
-        "--dir",
-        "{dir}",
-        "--offline",
-    ]);
+    let t = Test::new().example("openstack").create(&CreateManifests::offline().random_infra_id());
     t.expect(0);
     let first = t.read(INFRA);
     let line = first.lines().find(|l| l.contains("infrastructureName:")).unwrap().to_owned();
@@ -170,7 +163,8 @@ fn state_is_private_and_manifests_are_world_readable() {
 
 #[test]
 fn secrets_stay_in_private_files_and_out_of_the_logs() {
-    let t = Test::new().example("openstack").args(&[PINNED, &["--log-level", "debug"]].concat());
+    let run = CreateManifests::offline().flags(&["--log-level", "debug"]);
+    let t = Test::new().example("openstack").create(&run);
     let run = t.expect(0);
     for secret in ["example-secret-not-real", "ZXhhbXBsZTpleGFtcGxl"] {
         assert!(!run.stderr.contains(secret), "{secret} in logs:\n{}", run.stderr);

@@ -6,7 +6,6 @@
 //! (default `target/test-tools`). A missing oracle fails the test; it is never skipped.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use ccm_assets::assets::cloud_provider_config;
@@ -16,6 +15,8 @@ use ccm_formats::clouds_yaml::CloudEntry;
 use ccm_formats::gcfg::{self, Document, Section};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
+
+use testkit::create::CreateManifests;
 
 use crate::support::Test;
 
@@ -41,23 +42,9 @@ const TRICKY: [&str; 14] = [
     "",
 ];
 
-/// The oracle binary; panics (never skips) when scripts/test-tools.sh has not built it.
-fn oracle() -> PathBuf {
-    let root = std::env::var_os("CCM_TEST_TOOLS")
-        .map_or_else(|| crate::support::repo().join("target/test-tools"), PathBuf::from);
-    let path = root.join("gcfg-oracle");
-    assert!(
-        path.is_file(),
-        "{} is missing: run scripts/test-tools.sh to build the gcfg oracle \
-         (scripts/test.sh does; set CCM_TEST_TOOLS if it lives elsewhere)",
-        path.display()
-    );
-    path
-}
-
 /// Runs the oracle on `input`: its stdout, or its stderr when gcfg rejected the input.
 fn run_oracle(args: &[&str], input: &[u8]) -> Result<String, String> {
-    let mut child = Command::new(oracle())
+    let mut child = Command::new(testkit::tools::path("gcfg-oracle"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -118,13 +105,7 @@ fn facts() -> CloudFacts {
 
 /// The example's cloud.conf, as `create manifests --offline` writes it.
 fn example_cloud_conf() -> String {
-    let t = Test::new().example("openstack").args(&[
-        "create",
-        "manifests",
-        "--dir",
-        "{dir}",
-        "--offline",
-    ]);
+    let t = Test::new().example("openstack").create(&CreateManifests::offline());
     t.expect(0);
     let map = t.read(cloud_provider_config::PATH);
     cloud_provider_config::read_config_map(&map).expect("the ConfigMap reads back").config

@@ -1,6 +1,8 @@
 //! The IBM Cloud account looked up from `IC_API_KEY` through IAM, as `create manifests` does
 //! when neither `--offline` nor `--ibm-account-id` is given; IAM is [`FakeIam`].
 
+use testkit::create::CreateManifests;
+
 use crate::fake_iam::FakeIam;
 use crate::platforms::with_credentials;
 use crate::support::{Test, outputs, tree};
@@ -21,9 +23,7 @@ fn example_with_iam(platform: &str, iam_url: &str) -> Test {
 }
 
 fn create(t: Test, extra: &[&str]) -> Test {
-    let mut args = vec!["create", "manifests", "--dir", "{dir}", "--infra-id", "demo-x7k2p"];
-    args.extend(extra);
-    t.args(&args)
+    t.create(&CreateManifests::online().flags(extra))
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! Every OpenStack output, golden, for the example and each variant in tests/fixtures/openstack.
 
 use crate::assert_golden;
+use testkit::create::CreateManifests;
+
 use crate::support::{Test, outputs};
 
 fn create(t: Test) -> Test {
-    let t =
-        t.args(&["create", "manifests", "--dir", "{dir}", "--offline", "--infra-id", "demo-x7k2p"]);
+    let t = t.create(&CreateManifests::offline());
     t.expect(0);
     t
 }
@@ -36,7 +37,7 @@ fn manual_credentials_write_no_secret_but_keep_the_reader_role() {
 #[test]
 fn password_auth_is_warned_about_and_application_credentials_are_not() {
     let t = Test::new().fixture("openstack/ca");
-    let t = t.args(&["create", "manifests", "--dir", "{dir}", "--offline"]);
+    let t = t.create(&CreateManifests::offline().random_infra_id());
     let run = t.expect(0);
     assert!(
         run.stderr.contains("WARNING Cloud \"secure\" uses password authentication"),
@@ -55,7 +56,7 @@ fn offline_rejects_an_external_network_name() {
         "externalNetwork: public",
     );
     let t = t.file("install-config.yaml", &config);
-    let t = t.args(&["create", "manifests", "--dir", "{dir}", "--offline"]);
+    let t = t.create(&CreateManifests::offline().random_infra_id());
     let before = crate::support::tree(&t.dir());
     let run = t.expect(1);
     assert!(run.stderr.contains("\"public\" is not a network ID"), "{}", run.stderr);

@@ -5,6 +5,7 @@
 //! user's would; IBM's account is given with `--ibm-account-id` (offline).
 
 use ccm_assets::installconfig::Platform;
+use testkit::create::CreateManifests;
 
 use crate::assert_golden;
 use crate::support::{Test, outputs, repo};
@@ -29,28 +30,12 @@ pub(crate) fn with_credentials(t: Test) -> Test {
 }
 
 /// `create manifests` offline with a pinned infra ID and account.
-pub(crate) fn create_args(extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "create",
-        "manifests",
-        "--dir",
-        "{dir}",
-        "--offline",
-        "--infra-id",
-        "demo-x7k2p",
-        "--ibm-account-id",
-        ACCOUNT,
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    args.extend(extra.iter().map(|a| (*a).to_owned()));
-    args
+pub(crate) fn pinned(extra: &[&str]) -> CreateManifests {
+    CreateManifests::offline().flags(&["--ibm-account-id", ACCOUNT]).flags(extra)
 }
 
 fn create(t: Test, extra: &[&str]) -> Test {
-    let args = create_args(extra);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let t = with_credentials(t).args(&args);
+    let t = with_credentials(t).create(&pinned(extra));
     t.expect(0);
     t
 }
@@ -99,9 +84,8 @@ fn vsphere_legacy_ini_config_matches_its_golden_file() {
 #[test]
 fn no_secret_value_is_ever_logged() {
     for (name, t) in cases() {
-        let args = create_args(&["--log-level", "debug"]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let run = with_credentials(t).args(&args).expect(0);
+        let run = pinned(&["--log-level", "debug"]);
+        let run = with_credentials(t).create(&run).expect(0);
         let logs = format!("{}{}", run.stdout, run.stderr);
         assert!(!logs.contains("DO-NOT-LOG"), "{name}: a secret reached the logs:\n{logs}");
         assert!(!logs.contains("example-password"), "{name}: a password reached the logs");
@@ -112,9 +96,8 @@ fn no_secret_value_is_ever_logged() {
 fn platforms_without_a_cloud_config_write_no_ccm_and_say_so() {
     for case in ["none/plain", "baremetal/plain", "external/plain", "external/ccm-external"] {
         let t = with_credentials(Test::new().fixture(case));
-        let args = create_args(&[]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let t = t.args(&args);
+        let run = pinned(&[]);
+        let t = t.create(&run);
         let run = t.expect(0);
         assert!(run.stderr.contains("has no cloud-provider config"), "{case}: {}", run.stderr);
         for absent in
@@ -166,9 +149,8 @@ fn credentials_mode_rules_decide_the_secret() {
         let config = t.read("install-config.yaml").replace("credentialsMode: Manual\n", "");
         let config = format!("credentialsMode: {mode}\n{config}");
         let t = t.file("install-config.yaml", &config);
-        let args = create_args(&[]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let t = with_credentials(t).args(&args);
+        let run = pinned(&[]);
+        let t = with_credentials(t).create(&run);
         if !accepted {
             let run = t.expect(3);
             assert!(run.stderr.contains("credentialsMode: "), "{platform} {mode}: {}", run.stderr);
@@ -184,9 +166,8 @@ fn credentials_mode_rules_decide_the_secret() {
 fn azure_stack_accepts_only_manual_credentials() {
     let t = Test::new().fixture("azure/stack");
     let config = format!("credentialsMode: Passthrough\n{}", t.read("install-config.yaml"));
-    let args = create_args(&[]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = with_credentials(t.file("install-config.yaml", &config)).args(&args).expect(3);
+    let run = pinned(&[]);
+    let run = with_credentials(t.file("install-config.yaml", &config)).create(&run).expect(3);
     assert!(run.stderr.contains("supported values: \"Manual\""), "{}", run.stderr);
 }
 
@@ -197,9 +178,8 @@ fn missing_credentials_name_every_place_looked() {
         ("azure", "no Azure credentials: set AZURE_SUBSCRIPTION_ID"),
         ("gcp", "no GCP credentials: set GOOGLE_APPLICATION_CREDENTIALS"),
     ] {
-        let args = create_args(&[]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let t = Test::new().example(platform).args(&args);
+        let run = pinned(&[]);
+        let t = Test::new().example(platform).create(&run);
         let before = crate::support::tree(&t.dir());
         let run = t.expect(1);
         assert!(run.stderr.contains(expected), "{platform}: {}", run.stderr);
@@ -209,13 +189,8 @@ fn missing_credentials_name_every_place_looked() {
 
 #[test]
 fn ibm_offline_needs_the_account_id() {
-    let t = with_credentials(Test::new().example("ibmcloud")).args(&[
-        "create",
-        "manifests",
-        "--dir",
-        "{dir}",
-        "--offline",
-    ]);
+    let t = with_credentials(Test::new().example("ibmcloud"))
+        .create(&CreateManifests::offline().random_infra_id());
     let run = t.expect(1);
     assert!(run.stderr.contains("give it with --ibm-account-id"), "{}", run.stderr);
 }

@@ -8,11 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use assert_cmd::Command;
-
-/// The repository root (examples and fixtures are read from here).
-pub(crate) fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use testkit::create::CreateManifests;
+pub(crate) use testkit::repo;
 
 /// A test in its own directory.
 pub(crate) struct Test {
@@ -94,6 +91,12 @@ impl Test {
     pub(crate) fn args(mut self, args: &[&str]) -> Test {
         let dir = self.dir().display().to_string();
         self.args = args.iter().map(|a| a.replace("{dir}", &dir)).collect();
+        self
+    }
+
+    /// Sets the arguments to the `create manifests` command line `run` spells.
+    pub(crate) fn create(mut self, run: &CreateManifests) -> Test {
+        self.args = run.args(&self.dir().display().to_string());
         self
     }
 

@@ -26,24 +26,9 @@ const MANIFEST_DIRS: [&str; 3] = ["manifests", "openshift", "bootstrap/manifests
 const IN_CLUSTER_CACERT: &str =
     "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem";
 
-/// The Python venv scripts/test-tools.sh installs; panics (never skips) when it is missing.
-fn venv_bin(exe: &str) -> PathBuf {
-    let root = std::env::var_os("CCM_TEST_TOOLS")
-        .map_or_else(|| repo().join("target/test-tools"), PathBuf::from);
-    let path = root.join("venv/bin").join(exe);
-    assert!(
-        path.is_file(),
-        "{} is missing: run scripts/test-tools.sh to install the test validators \
-         (scripts/test.sh does; set CCM_TEST_TOOLS if they live elsewhere)",
-        path.display()
-    );
-    path
-}
-
 fn create(t: Test) -> Test {
-    let args = crate::platforms::create_args(&[]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let t = crate::platforms::with_credentials(t).args(&args);
+    let run = crate::platforms::pinned(&[]);
+    let t = crate::platforms::with_credentials(t).create(&run);
     t.expect(0);
     t
 }
@@ -127,7 +112,7 @@ fn validate(dir: &Path, files: &[String]) -> Vec<String> {
     let mut unknown = Vec::new();
     let named = run(
         "kubernetes-validate",
-        Command::new(venv_bin("kubernetes-validate"))
+        Command::new(testkit::tools::venv_bin("kubernetes-validate"))
             .current_dir(dir)
             .args(["-k", KUBERNETES_VERSION, "--strict"])
             .args(files),
@@ -153,7 +138,7 @@ fn validate(dir: &Path, files: &[String]) -> Vec<String> {
     if !ours.is_empty() {
         let named = run(
             "tests/tools/validate_crd.py",
-            Command::new(venv_bin("python"))
+            Command::new(testkit::tools::venv_bin("python"))
                 .current_dir(dir)
                 .arg(repo().join("tests/tools/validate_crd.py"))
                 .arg(&schemas)
@@ -257,7 +242,7 @@ for path in sys.argv[1:]:
                 "password": c.config["auth"].get("password")})
 print(json.dumps(out))
 "#;
-    let out = Command::new(venv_bin("python"))
+    let out = Command::new(testkit::tools::venv_bin("python"))
         .env_clear()
         .env("HOME", home)
         .arg("-c")

@@ -22,7 +22,6 @@ mod replay;
 
 use std::collections::{BTreeMap, HashSet};
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -32,13 +31,14 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
+use testkit::kube::{UNINITIALIZED_TAINT, kubeconfig};
+use testkit::stack::StackEnv;
 
 use ops::Counter;
 use real::Real;
 use replay::Replay;
 
 const BIN: &str = env!("CARGO_BIN_EXE_openstack-cloud-controller-manager");
-const TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 
 /// One run's settings.
 struct Settings {
@@ -90,7 +90,7 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let real = std::env::var("CCM_BENCH_REAL").is_ok_and(|v| !v.is_empty() && v != "0");
     // Panics at once (naming CCM_OPENSTACK_ENV) when real mode has no stack to use.
-    let env = real.then(real::env);
+    let env = real.then(StackEnv::load);
     let nodes: Vec<usize> = match std::env::var("CCM_BENCH_NODES") {
         Ok(list) => list
             .split(',')
@@ -169,7 +169,7 @@ async fn run_replay(s: &Settings) -> Figures {
 }
 
 /// Boots N servers on the real stack, measures, and deletes them (after a failure too).
-async fn run_real(s: &Settings, env: BTreeMap<String, String>) -> Figures {
+async fn run_real(s: &Settings, env: StackEnv) -> Figures {
     let real = Real::start(env).await;
     let prefix = format!("occm-bench-{}-n{}", std::process::id(), s.nodes);
     let servers = real.create_servers(&prefix, s.nodes).await;
@@ -197,7 +197,7 @@ fn ready(node: &Node) -> bool {
         .spec
         .as_ref()
         .and_then(|s| s.taints.as_ref())
-        .is_some_and(|t| t.iter().any(|t| t.key == TAINT))
+        .is_some_and(|t| t.iter().any(|t| t.key == UNINITIALIZED_TAINT))
 }
 
 async fn measure(
@@ -228,7 +228,7 @@ async fn measure(
     let dir = tempfile::tempdir().expect("tempdir");
     let conf = dir.path().join("cloud.conf");
     std::fs::write(&conf, cloud_conf).expect("write cloud.conf");
-    let kubeconfig = write_kubeconfig(dir.path(), &fake.url());
+    let kubeconfig = kubeconfig(dir.path(), &fake.url());
     let log = std::fs::File::create(dir.path().join("occm.log")).expect("log file");
 
     // Watch the nodes from here (event-driven, no polling of the fake's store).
@@ -391,17 +391,6 @@ async fn measure(
         others,
         mean_times: counter.mean_times(),
     }
-}
-
-fn write_kubeconfig(dir: &Path, url: &str) -> std::path::PathBuf {
-    let path = dir.join("kubeconfig");
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {url}\n\
-         contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n\
-         current-context: fake\nusers:\n- name: fake\n  user: {{}}\n"
-    );
-    std::fs::write(&path, text).expect("write kubeconfig");
-    path
 }
 
 /// SIGTERM by PID, then wait (SIGKILL after 10 s).

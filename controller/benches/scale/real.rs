@@ -18,25 +18,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::Response;
 use serde_json::{Value, json};
+use testkit::stack::StackEnv;
 
 use crate::ops::{Counter, classify};
-
-/// The env file of scripts/openstack-up.sh, named by `CCM_OPENSTACK_ENV` (required).
-pub(crate) fn env() -> BTreeMap<String, String> {
-    let path = std::env::var("CCM_OPENSTACK_ENV").unwrap_or_else(|_| {
-        panic!(
-            "CCM_BENCH_REAL is set but CCM_OPENSTACK_ENV is not: start the stack with \
-             `export CCM_OPENSTACK_ENV=$(scripts/openstack-up.sh)`, or run `scripts/bench.sh --real`"
-        )
-    });
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read CCM_OPENSTACK_ENV={path}: {e}"));
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect()
-}
 
 /// `scheme://host:port` of a URL.
 fn origin(url: &str) -> String {
@@ -62,20 +46,16 @@ pub(crate) struct Server {
 
 /// The counting proxy in front of the real stack, and a client of the real APIs.
 pub(crate) struct Real {
-    env: BTreeMap<String, String>,
+    env: StackEnv,
     base: String,
     client: reqwest::Client,
     /// Every request of the controller, by operation.
     pub(crate) counter: Arc<Counter>,
 }
 
-fn get<'a>(env: &'a BTreeMap<String, String>, key: &str) -> &'a str {
-    env.get(key).map(String::as_str).unwrap_or_else(|| panic!("{key} missing in the env file"))
-}
-
 impl Real {
     /// Starts the proxy (127.0.0.1, a free port) for the stack that `env` describes.
-    pub(crate) async fn start(env: BTreeMap<String, String>) -> Real {
+    pub(crate) async fn start(env: StackEnv) -> Real {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let base = format!("http://{}", listener.local_addr().expect("local address"));
         let client = reqwest::Client::builder()
@@ -84,10 +64,10 @@ impl Real {
             .expect("an HTTP client");
         let counter = Arc::new(Counter::default());
         let services = vec![
-            ("identity", origin(get(&env, "OPENSTACK_AUTH_URL"))),
-            ("compute", origin(get(&env, "OPENSTACK_COMPUTE_URL"))),
-            ("network", origin(get(&env, "OPENSTACK_NETWORK_URL"))),
-            ("image", origin(get(&env, "OPENSTACK_IMAGE_URL"))),
+            ("identity", origin(&env["OPENSTACK_AUTH_URL"])),
+            ("compute", origin(&env["OPENSTACK_COMPUTE_URL"])),
+            ("network", origin(&env["OPENSTACK_NETWORK_URL"])),
+            ("image", origin(&env["OPENSTACK_IMAGE_URL"])),
         ];
         let routes = Arc::new(Routes {
             services,
@@ -104,7 +84,7 @@ impl Real {
 
     /// Keystone's URL through the proxy, for cloud.conf `auth-url`.
     pub(crate) fn auth_url(&self) -> String {
-        let path = reqwest::Url::parse(get(&self.env, "OPENSTACK_AUTH_URL"))
+        let path = reqwest::Url::parse(&self.env["OPENSTACK_AUTH_URL"])
             .map(|u| u.path().trim_end_matches('/').to_owned())
             .unwrap_or_default();
         format!("{}/identity{path}", self.base)
@@ -113,17 +93,17 @@ impl Real {
     /// The member user's name, password, project and domain (the controller's credentials).
     pub(crate) fn member(&self) -> [&str; 4] {
         ["OPENSTACK_USER", "OPENSTACK_PASSWORD", "OPENSTACK_PROJECT", "OPENSTACK_DOMAIN"]
-            .map(|k| get(&self.env, k))
+            .map(|k| self.env[k].as_str())
     }
 
     /// A project-scoped token, directly from the real Keystone.
     async fn token(&self, user: &str, password: &str, project: &str) -> String {
-        let domain = get(&self.env, "OPENSTACK_DOMAIN");
+        let domain = &self.env["OPENSTACK_DOMAIN"];
         let body = json!({"auth": {
             "identity": {"methods": ["password"], "password": {"user": {
                 "name": user, "domain": {"name": domain}, "password": password}}},
             "scope": {"project": {"name": project, "domain": {"name": domain}}}}});
-        let url = format!("{}/auth/tokens", get(&self.env, "OPENSTACK_AUTH_URL"));
+        let url = format!("{}/auth/tokens", &self.env["OPENSTACK_AUTH_URL"]);
         let response = self.client.post(&url).json(&body).send().await;
         let response = response.unwrap_or_else(|e| panic!("POST {url}: {e}"));
         let status = response.status();
@@ -145,7 +125,7 @@ impl Real {
         body: Option<Value>,
         allowed: &[u16],
     ) -> (u16, Value) {
-        let url = format!("{}{path}", get(&self.env, "OPENSTACK_COMPUTE_URL"));
+        let url = format!("{}{path}", &self.env["OPENSTACK_COMPUTE_URL"]);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -173,8 +153,8 @@ impl Real {
     async fn make_room(&self, n: usize) {
         let [user, password, project, _] = self.member();
         let token = self.token(user, password, project).await;
-        let project_id = get(&self.env, "OPENSTACK_PROJECT_ID");
-        let flavor_id = get(&self.env, "OPENSTACK_FLAVOR_ID");
+        let project_id = &self.env["OPENSTACK_PROJECT_ID"];
+        let flavor_id = &self.env["OPENSTACK_FLAVOR_ID"];
         let (_, flavor) =
             self.nova(&token, Method::GET, &format!("/flavors/{flavor_id}"), None, &[]).await;
         let per = |key: &str| flavor["flavor"][key].as_u64().unwrap_or(1);
@@ -211,7 +191,7 @@ impl Real {
     async fn admin_token(&self) -> String {
         let [user, password, project] =
             ["OPENSTACK_ADMIN_USER", "OPENSTACK_ADMIN_PASSWORD", "OPENSTACK_ADMIN_PROJECT"]
-                .map(|k| get(&self.env, k));
+                .map(|k| self.env[k].as_str());
         self.token(user, password, project).await
     }
 
@@ -238,9 +218,9 @@ impl Real {
                 for name in wave {
                     let body = json!({"server": {
                         "name": name,
-                        "flavorRef": get(&self.env, "OPENSTACK_FLAVOR_ID"),
-                        "imageRef": get(&self.env, "OPENSTACK_IMAGE_ID"),
-                        "networks": [{"uuid": get(&self.env, "OPENSTACK_INTERNAL_NETWORK_ID")}],
+                        "flavorRef": &self.env["OPENSTACK_FLAVOR_ID"],
+                        "imageRef": &self.env["OPENSTACK_IMAGE_ID"],
+                        "networks": [{"uuid": &self.env["OPENSTACK_INTERNAL_NETWORK_ID"]}],
                     }});
                     // A 500 may or may not have created it: the wait below sees which.
                     self.nova(&token, Method::POST, "/servers", Some(body), &[500]).await;

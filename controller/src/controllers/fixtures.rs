@@ -5,9 +5,11 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::runtime::reflector;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{Context, UNINITIALIZED_TAINT};
+use testkit::kube::NodeFixture;
+
+use super::Context;
 use crate::cloud::neutron::{FixedIp, Port};
 use crate::cloud::nova::{Flavor, ServerAddress};
 use crate::cloud::{Cloud, Error, Instance, Lookup, Result, Server};
@@ -101,30 +103,10 @@ pub(crate) fn instance(name: &str, ip: &str, status: &str) -> Instance {
     }
 }
 
-/// A Node as kubelet registers it with `--cloud-provider=external`.
-pub(crate) fn tainted_node(name: &str) -> Value {
-    json!({
-        "metadata": {"name": name},
-        "spec": {"taints": [
-            {"key": UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"},
-            {"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}
-        ]},
-        "status": {"addresses": [{"type": "Hostname", "address": name}],
-                   "conditions": [{"type": "Ready", "status": "True"}]}
-    })
-}
-
-/// An initialized node with a Ready condition of `ready` (`True`, `False`, `Unknown`).
-pub(crate) fn node(name: &str, provider_id: Option<&str>, ready: &str) -> Value {
-    let mut spec = json!({});
-    if let Some(id) = provider_id {
-        spec["providerID"] = json!(id);
-    }
-    json!({
-        "metadata": {"name": name},
-        "spec": spec,
-        "status": {"conditions": [{"type": "Ready", "status": ready}]}
-    })
+/// A control-plane Node as kubelet registers it with `--cloud-provider=external`: the
+/// uninitialized taint beside the control-plane taint the CCM must keep.
+pub(crate) fn control_plane(name: &str) -> Value {
+    NodeFixture::tainted(name).taint("node-role.kubernetes.io/master", None).build()
 }
 
 /// A Context on the fake API server (its Node store stays empty: tests pass nodes explicitly).

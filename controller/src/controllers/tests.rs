@@ -9,7 +9,9 @@ use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 use serde_json::{Value, json};
 
-use super::fixtures::{FakeCloud, context, instance, node, nodes, tainted_node};
+use testkit::kube::NodeFixture;
+
+use super::fixtures::{FakeCloud, context, control_plane, instance, nodes};
 use super::lifecycle::{self, Outcome};
 use super::{SHUTDOWN_TAINT, UNINITIALIZED_TAINT, node as node_controller};
 use crate::cloud::Error as CloudError;
@@ -30,7 +32,7 @@ fn server_error() -> CloudError {
 #[tokio::test]
 async fn tainted_node_is_initialized_with_provider_id_addresses_labels_and_taint_removed() {
     let fake = FakeApiServer::start().await.unwrap();
-    fake.create("v1", "nodes", "", tainted_node("worker-0"));
+    fake.create("v1", "nodes", "", control_plane("worker-0"));
     let cloud = Arc::new(FakeCloud { region: Some("RegionOne".into()), ..FakeCloud::default() });
     *cloud.instances.lock().unwrap() = vec![instance("worker-0", "10.0.0.5", "ACTIVE")];
     let ctx = context(&fake, cloud.clone());
@@ -58,7 +60,7 @@ async fn tainted_node_is_initialized_with_provider_id_addresses_labels_and_taint
 #[tokio::test]
 async fn provider_id_is_used_for_lookup_and_never_rewritten() {
     let fake = FakeApiServer::start().await.unwrap();
-    let mut tainted = tainted_node("worker-1");
+    let mut tainted = control_plane("worker-1");
     tainted["spec"]["providerID"] = json!("openstack:///id-worker-1");
     fake.create("v1", "nodes", "", tainted);
     let cloud = FakeCloud::with(vec![instance("other-name", "10.0.0.6", "ACTIVE")]);
@@ -74,7 +76,7 @@ async fn provider_id_is_used_for_lookup_and_never_rewritten() {
 #[tokio::test]
 async fn node_ip_not_on_the_server_keeps_the_taint_and_records_a_warning() {
     let fake = FakeApiServer::start().await.unwrap();
-    let mut tainted = tainted_node("worker-2");
+    let mut tainted = control_plane("worker-2");
     tainted["metadata"]["annotations"] =
         json!({"alpha.kubernetes.io/provided-node-ip": "10.9.9.9"});
     fake.create("v1", "nodes", "", tainted);
@@ -91,7 +93,7 @@ async fn node_ip_not_on_the_server_keeps_the_taint_and_records_a_warning() {
 #[tokio::test]
 async fn missing_server_at_initialization_keeps_the_node_and_the_taint() {
     let fake = FakeApiServer::start().await.unwrap();
-    fake.create("v1", "nodes", "", tainted_node("worker-3"));
+    fake.create("v1", "nodes", "", control_plane("worker-3"));
     let ctx = context(&fake, FakeCloud::with(vec![]));
     let err = node_controller::reconcile(nodes(&ctx).await[0].clone(), ctx).await.unwrap_err();
     assert_eq!(err.kind(), "not_found");
@@ -102,7 +104,8 @@ async fn missing_server_at_initialization_keeps_the_node_and_the_taint() {
 async fn address_refresh_makes_one_list_call_and_patches_only_changed_nodes() {
     let fake = FakeApiServer::start().await.unwrap();
     for (name, ip) in [("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3")] {
-        let mut n = node(name, Some(&format!("openstack:///id-{name}")), "True");
+        let mut n =
+            NodeFixture::initialized(name).provider_id(&format!("openstack:///id-{name}")).build();
         n["status"]["addresses"] = json!([{"type": "InternalIP", "address": ip}]);
         fake.create("v1", "nodes", "", n);
     }
@@ -127,8 +130,13 @@ async fn address_refresh_makes_one_list_call_and_patches_only_changed_nodes() {
 #[tokio::test]
 async fn not_ready_node_whose_server_is_gone_is_deleted_with_an_event_on_both_lookup_paths() {
     let fake = FakeApiServer::start().await.unwrap();
-    fake.create("v1", "nodes", "", node("by-id", Some("openstack:///gone"), "False"));
-    fake.create("v1", "nodes", "", node("by-name", None, "Unknown"));
+    fake.create(
+        "v1",
+        "nodes",
+        "",
+        NodeFixture::initialized("by-id").provider_id("openstack:///gone").ready("False").build(),
+    );
+    fake.create("v1", "nodes", "", NodeFixture::initialized("by-name").ready("Unknown").build());
     let ctx = context(&fake, FakeCloud::with(vec![]));
     for n in nodes(&ctx).await {
         assert_eq!(lifecycle::check(&ctx, &n).await.unwrap(), Outcome::Deleted);
@@ -142,7 +150,12 @@ async fn not_ready_node_whose_server_is_gone_is_deleted_with_an_event_on_both_lo
 #[tokio::test]
 async fn shutoff_server_taints_and_ready_again_untaints() {
     let fake = FakeApiServer::start().await.unwrap();
-    fake.create("v1", "nodes", "", node("w", Some("openstack:///id-w"), "False"));
+    fake.create(
+        "v1",
+        "nodes",
+        "",
+        NodeFixture::initialized("w").provider_id("openstack:///id-w").ready("False").build(),
+    );
     let cloud = FakeCloud::with(vec![instance("w", "10.0.0.1", "SHUTOFF")]);
     let ctx = context(&fake, cloud);
     let n = nodes(&ctx).await.remove(0);
@@ -165,7 +178,12 @@ async fn shutoff_server_taints_and_ready_again_untaints() {
 #[tokio::test]
 async fn transient_cloud_errors_never_delete_a_node() {
     let fake = FakeApiServer::start().await.unwrap();
-    fake.create("v1", "nodes", "", node("w", Some("openstack:///id-w"), "False"));
+    fake.create(
+        "v1",
+        "nodes",
+        "",
+        NodeFixture::initialized("w").provider_id("openstack:///id-w").ready("False").build(),
+    );
     let cloud = FakeCloud::with(vec![]);
     let ctx = context(&fake, cloud.clone());
     let timeout = CloudError::Call {
@@ -196,7 +214,7 @@ async fn the_node_controller_initializes_a_node_registered_while_it_runs() {
         .run(node_controller::reconcile, node_controller::error_policy, ctx)
         .for_each(|_| async {});
     tokio::spawn(controller);
-    fake.create("v1", "nodes", "", tainted_node("late"));
+    fake.create("v1", "nodes", "", control_plane("late"));
     let initialized = kube::runtime::wait::await_condition(api, "late", |n: Option<&Node>| {
         n.and_then(|n| n.spec.as_ref()).and_then(|s| s.provider_id.as_deref()).is_some()
     });

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use fake_kube_apiserver::FakeApiServer;
 
-use crate::support::{BIN, Process, free_port, https, kubeconfig};
+use testkit::kube::kubeconfig;
+
+use crate::support::{BIN, Process, free_port, https};
 
 #[test]
 fn unknown_flag_fails_naming_it() {

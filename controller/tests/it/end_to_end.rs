@@ -13,19 +13,17 @@ use ccm_assets::installconfig::{self, clouds};
 use fake_kube_apiserver::FakeApiServer;
 use serde_json::{Value, json};
 
-use crate::support::{Process, free_port, kubeconfig, openstack_env, scene};
+use testkit::kube::{NodeFixture, UNINITIALIZED_TAINT, kubeconfig};
+use testkit::stack::StackEnv;
+
+use crate::support::{Process, free_port, scene};
 
 /// Runs the generator (online: it asks the real cloud) into `dir`.
-fn generate(dir: &Path, env: &std::collections::BTreeMap<String, String>) {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../assets/examples/openstack/install-config.yaml");
-    let text = std::fs::read_to_string(example)
-        .unwrap()
-        .replace("cloud: demo", &format!("cloud: {}", env["OPENSTACK_CLOUD_APPCRED"]))
-        .replace(
-            "externalNetwork: 6d8a7b3c-5f1e-4a2b-9c0d-1e2f3a4b5c6d",
-            &format!("externalNetwork: {}", env["OPENSTACK_EXTERNAL_NETWORK"]),
-        );
+fn generate(dir: &Path, env: &StackEnv) {
+    let text = testkit::install_config::text(&testkit::install_config::openstack(
+        &env["OPENSTACK_CLOUD_APPCRED"],
+        &env["OPENSTACK_EXTERNAL_NETWORK"],
+    ));
     let config =
         installconfig::parse(&text, "install-config.yaml", &Default::default()).unwrap().config;
     let selected = clouds::load(
@@ -52,7 +50,7 @@ fn yaml(path: &Path) -> Value {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_owned();
     let env2 = env.clone();
@@ -71,9 +69,7 @@ async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node(
         "kube-system",
         json!({"metadata": secret["metadata"], "data": secret["data"]}),
     );
-    fake.create("v1", "nodes", "", json!({"metadata": {"name": name},
-        "spec": {"taints": [{"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}]},
-        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+    fake.create("v1", "nodes", "", NodeFixture::tainted(&name).build());
 
     // The static pod's own flags, with the host paths pointed at the generated files.
     let pod =
@@ -105,10 +101,7 @@ async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node(
         env["OPENSTACK_FLAVOR"].as_str()
     );
     let taints = node["spec"]["taints"].as_array().cloned().unwrap_or_default();
-    assert!(
-        taints.iter().all(|t| t["key"] != "node.cloudprovider.kubernetes.io/uninitialized"),
-        "{taints:?}"
-    );
+    assert!(taints.iter().all(|t| t["key"] != UNINITIALIZED_TAINT), "{taints:?}");
     assert!(!process.log().contains(&env["OPENSTACK_APPCRED_SECRET"]), "a secret reached the log");
     scene(&env, &["server-delete", &id, "--wait"]).await;
 }

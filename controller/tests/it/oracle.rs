@@ -1,48 +1,18 @@
 //! The upstream CCM's own parser as an oracle: Debian's gcfg 1.2.3 decoding into a mirror of the
-//! OCCM Config (tests/oracle/main.go) checks every key of our table, its type and the
-//! fatal / non-fatal split (DESIGN §8). Ignored by default: it needs Debian's golang-1.19-go and
-//! golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh installs them).
+//! OCCM Config (the workspace's one oracle, tests/oracle/gcfg/main.go) checks every key of our
+//! table, its type and the fatal / non-fatal split (DESIGN §8). scripts/test-tools.sh builds it
+//! into `$CCM_TEST_TOOLS/gcfg-oracle`; a missing oracle fails these tests, never skips them.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use occm::config::keys::{self, Kind};
 use occm::config::{Checked, check_text};
 use serde_json::Value;
 
-const GO: &str = "/usr/lib/go-1.19/bin/go";
-
-fn oracle() -> &'static PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        assert!(
-            std::path::Path::new(GO).exists() && std::path::Path::new("/usr/share/gocode/src/gopkg.in/gcfg.v1").exists(),
-            "{GO} or gcfg sources missing: install golang-1.19-go golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"
-        );
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("occm-config-oracle");
-        let out = dir.join("oracle");
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oracle/main.go");
-        let status = Command::new(GO)
-            .args(["build", "-o"])
-            .arg(&out)
-            .arg(src)
-            .env("GO111MODULE", "off")
-            .env("GOPATH", "/usr/share/gocode")
-            .env("GOPROXY", "off")
-            .env("GOFLAGS", "")
-            .env("GOCACHE", dir.join("go-cache"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "go build {src} failed");
-        out
-    })
-}
-
 /// Upstream's decode: Ok(JSON) or Err(fatal message).
 fn upstream(text: &str) -> Result<Value, String> {
-    let mut child = Command::new(oracle())
+    let mut child = Command::new(testkit::tools::path("gcfg-oracle"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -75,7 +45,6 @@ fn sample(key: &keys::Key) -> &'static str {
 }
 
 #[test]
-#[ignore = "needs Debian's golang-1.19-go and golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"]
 fn every_key_of_our_table_is_an_upstream_key_and_reads_the_same() {
     let mut text = String::new();
     for section in keys::SECTIONS {
@@ -124,7 +93,6 @@ fn ccm_quote(value: &str) -> String {
 }
 
 #[test]
-#[ignore = "needs Debian's golang-1.19-go and golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"]
 fn fatal_errors_are_our_errors_and_unknown_names_are_our_warnings() {
     let fatal = [
         "[LoadBalancer]\nmonitor-delay = 5\n",
@@ -166,7 +134,6 @@ fn as_values(value: &Value) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "needs Debian's golang-1.19-go and golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"]
 fn a_blank_value_of_every_key_is_fatal_or_read_exactly_as_upstream_reads_it() {
     for key in keys::KEYS {
         let text = format!("[{}]\n{}\n", key.section, key.name);
@@ -193,7 +160,6 @@ fn a_blank_value_of_every_key_is_fatal_or_read_exactly_as_upstream_reads_it() {
 }
 
 #[test]
-#[ignore = "needs Debian's golang-1.19-go and golang-gopkg-gcfg.v1-dev (scripts/test-tools.sh)"]
 fn a_blank_list_value_resets_the_list_as_upstream_does() {
     let text = "[Networking]\npublic-network-name = a\npublic-network-name = b\n\
                 PUBLIC-NETWORK-NAME\npublic-network-name = c\n\

@@ -2,7 +2,6 @@
 //! scripts/test.sh runs them with `--run-ignored only` after starting the stack). Kubernetes
 //! is the wire-level fake API server.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,9 +16,12 @@ use occm::metrics::Metrics;
 use serde_json::json;
 
 use crate::proxy::{faulty_nova, forward};
-use crate::support::{Process, free_port, https, kubeconfig, openstack_env, scene};
+use testkit::kube::{NodeFixture, kubeconfig};
+use testkit::stack::StackEnv;
 
-fn credentials(env: &BTreeMap<String, String>, cloud: &str) -> Credentials {
+use crate::support::{Process, free_port, https, scene};
+
+fn credentials(env: &StackEnv, cloud: &str) -> Credentials {
     let text = std::fs::read_to_string(&env["OPENSTACK_CLOUDS_YAML"]).unwrap();
     let entry = clouds::entry_from_text(&text, cloud, "clouds.yaml").unwrap();
     let mut values = Values::default();
@@ -62,16 +64,10 @@ fn unique(prefix: &str) -> String {
     format!("occm-{prefix}-{}-{nanos:x}", std::process::id())
 }
 
-fn tainted(name: &str) -> serde_json::Value {
-    json!({"metadata": {"name": name},
-           "spec": {"taints": [{"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}]},
-           "status": {"conditions": [{"type": "Ready", "status": "False"}]}})
-}
-
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_password_and_application_credential_logins_list_servers() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     for key in ["OPENSTACK_CLOUD_PASSWORD", "OPENSTACK_CLOUD_APPCRED"] {
         let cloud = connected(credentials(&env, &env[key]), Duration::from_secs(30)).await;
         if let Err(e) = cloud.instances().await {
@@ -84,7 +80,7 @@ async fn real_password_and_application_credential_logins_list_servers() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_wrong_password_is_a_clear_authentication_error() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     let mut creds = credentials(&env, "ccm-password");
     creds.password = Some("definitely-wrong".to_owned().into());
     let err = cloud::auth::connect(&creds, Duration::from_secs(30)).await.unwrap_err();
@@ -97,7 +93,7 @@ async fn real_wrong_password_is_a_clear_authentication_error() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_server_initializes_its_node_then_stop_taints_and_delete_removes_it() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     let name = unique("init");
     let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
     let id = server["id"].as_str().unwrap().to_owned();
@@ -105,7 +101,7 @@ async fn real_server_initializes_its_node_then_stop_taints_and_delete_removes_it
     let metrics = Metrics::shared();
     let cloud = connected(credentials(&env, "ccm-password"), Duration::from_secs(30)).await;
     let fake = FakeApiServer::start().await.unwrap();
-    fake.create("v1", "nodes", "", tainted(&name));
+    fake.create("v1", "nodes", "", NodeFixture::tainted(&name).ready("False").build());
     let ctx = context(&fake, cloud.clone(), metrics);
 
     node::initialize(&ctx, &node(&fake, &name).await).await.unwrap();
@@ -138,7 +134,7 @@ async fn real_server_initializes_its_node_then_stop_taints_and_delete_removes_it
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_node_without_a_server_by_name_is_removed_like_by_id() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     let cloud = connected(credentials(&env, "ccm-password"), Duration::from_secs(30)).await;
     let err = cloud.server(&Lookup::Name(unique("nobody"))).await.unwrap_err();
     assert!(err.is_not_found(), "{err}");
@@ -150,7 +146,7 @@ async fn real_node_without_a_server_by_name_is_removed_like_by_id() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_nova_500_and_timeouts_keep_a_not_ready_node() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     let nova_root = env["OPENSTACK_COMPUTE_URL"].trim_end_matches("/v2.1").to_owned();
     let gone = "openstack:///00000000-0000-0000-0000-00000000dead";
     for hang in [false, true] {
@@ -194,7 +190,7 @@ async fn real_nova_500_and_timeouts_keep_a_not_ready_node() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_secret_rotation_switches_credentials_without_restart() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     let fake = FakeApiServer::start().await.unwrap();
     let clouds = |password: &str| {
         let yaml = format!(
@@ -251,7 +247,7 @@ async fn real_secret_rotation_switches_credentials_without_restart() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_keystone_down_at_start_then_back_makes_the_process_ready() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     let keystone: reqwest::Url = env["OPENSTACK_AUTH_URL"].parse().unwrap();
     let real = format!("{}:{}", keystone.host_str().unwrap(), keystone.port().unwrap());
     let fake = FakeApiServer::start().await.unwrap();
@@ -289,7 +285,7 @@ async fn real_keystone_down_at_start_then_back_makes_the_process_ready() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_binary_with_secret_credentials_initializes_a_node_end_to_end() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     let name = unique("e2e");
     let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
     let id = server["id"].as_str().unwrap().to_owned();
@@ -309,7 +305,7 @@ async fn real_binary_with_secret_credentials_initializes_a_node_end_to_end() {
         "kube-system",
         json!({"metadata": {"name": "openstack-credentials"}, "data": data}),
     );
-    fake.create("v1", "nodes", "", tainted(&name));
+    fake.create("v1", "nodes", "", NodeFixture::tainted(&name).ready("False").build());
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("cloud.conf");
     std::fs::write(
@@ -352,7 +348,7 @@ async fn real_binary_with_secret_credentials_initializes_a_node_end_to_end() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_token_auth_lists_servers() {
-    let env = openstack_env();
+    let env = StackEnv::load();
     let output = tokio::process::Command::new("openstack")
         .args([
             "--os-cloud",

@@ -1,27 +1,16 @@
-//! Shared helpers: the binary as a child process, a kubeconfig for the fake API server, the
-//! real-OpenStack env file and scene helper.
+//! Helpers of the controller's tests: the binary as a child process, the scene helper
+//! (the rest is in crates/testkit).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use testkit::stack::StackEnv;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::broadcast;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_openstack-cloud-controller-manager");
-
-/// A kubeconfig pointing at `url` (plain HTTP, no auth), written into `dir`.
-pub(crate) fn kubeconfig(dir: &Path, url: &str) -> PathBuf {
-    let path = dir.join("kubeconfig");
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {url}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user: {{}}\n"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 /// A free TCP port on 127.0.0.1 (nothing listens on it when this returns).
 pub(crate) fn free_port() -> u16 {
@@ -105,24 +94,9 @@ pub(crate) fn https() -> reqwest::Client {
     reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap()
 }
 
-/// The env file of scripts/openstack-up.sh (path in `CCM_OPENSTACK_ENV`).
-pub(crate) fn openstack_env() -> BTreeMap<String, String> {
-    let path = std::env::var("CCM_OPENSTACK_ENV").unwrap_or_else(|_| {
-        panic!("CCM_OPENSTACK_ENV is not set: start the stack with scripts/openstack-up.sh and point CCM_OPENSTACK_ENV at target/openstack/env")
-    });
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read CCM_OPENSTACK_ENV={path}: {e}"));
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect()
-}
-
 /// Runs `openstack_scene.py` and parses its JSON output.
-pub(crate) async fn scene(env: &BTreeMap<String, String>, args: &[&str]) -> serde_json::Value {
-    let script =
-        env.get("OPENSTACK_SCENE").cloned().unwrap_or_else(|| "scripts/openstack_scene.py".into());
+pub(crate) async fn scene(env: &StackEnv, args: &[&str]) -> serde_json::Value {
+    let script = env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py");
     // Run by its shebang (/usr/bin/python3, which has openstacksdk), not whatever python3 is first in PATH.
     let output = Command::new(script).args(args).output().await.unwrap();
     assert!(

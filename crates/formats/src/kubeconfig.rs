@@ -1,4 +1,4 @@
-//! A single-cluster, single-user kubeconfig with embedded certificates.
+//! A single-cluster, single-user kubeconfig, with embedded certificates when it has them.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -15,10 +15,18 @@ pub struct Kubeconfig<'a> {
     pub server_ca: Option<&'a str>,
     /// The user's name in the file.
     pub user: &'a str,
-    /// PEM client certificate.
-    pub client_cert: &'a str,
-    /// PEM client key.
-    pub client_key: &'a str,
+    /// The user's client certificate; `None` for a server without authentication (the
+    /// fake API server of the tests).
+    pub client: Option<ClientCertificate<'a>>,
+}
+
+/// A PEM client certificate and its key.
+#[derive(Debug)]
+pub struct ClientCertificate<'a> {
+    /// PEM certificate.
+    pub cert: &'a str,
+    /// PEM private key.
+    pub key: &'a str,
 }
 
 impl Kubeconfig<'_> {
@@ -28,6 +36,13 @@ impl Kubeconfig<'_> {
         if let Some(ca) = self.server_ca {
             cluster["certificate-authority-data"] = json!(STANDARD.encode(ca));
         }
+        let user = match &self.client {
+            Some(client) => json!({
+                "client-certificate-data": STANDARD.encode(client.cert),
+                "client-key-data": STANDARD.encode(client.key),
+            }),
+            None => json!({}),
+        };
         to_yaml(&json!({
             "apiVersion": "v1",
             "kind": "Config",
@@ -35,10 +50,7 @@ impl Kubeconfig<'_> {
             "contexts": [{"name": self.user, "context": {"cluster": "local", "user": self.user}}],
             "current-context": self.user,
             "preferences": {},
-            "users": [{"name": self.user, "user": {
-                "client-certificate-data": STANDARD.encode(self.client_cert),
-                "client-key-data": STANDARD.encode(self.client_key),
-            }}],
+            "users": [{"name": self.user, "user": user}],
         }))
     }
 }

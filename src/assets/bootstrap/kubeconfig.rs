@@ -16,7 +16,7 @@ use super::tls::{self, Tls};
 use crate::assets::cloud_provider_config as cloud_conf;
 use crate::assets::provider::CloudProviderConfig;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents, state};
-use ccm_formats::kubeconfig::Kubeconfig;
+use ccm_formats::kubeconfig::{ClientCertificate, Kubeconfig};
 use ccm_formats::pem;
 
 /// Asset id.
@@ -81,8 +81,7 @@ impl Asset for KubeconfigAsset {
             server: "https://localhost:6443",
             server_ca: tls.localhost_ca.as_deref(),
             user: USER,
-            client_cert: &minted.client_cert,
-            client_key: &minted.client_key,
+            client: Some(ClientCertificate { cert: &minted.client_cert, key: &minted.client_key }),
         };
         let mut output = Output::new(&minted)?.with_file(File::secret(PATH, kubeconfig.to_yaml()?));
         if let Some((ca_cert, _)) = &minted.own_ca {

@@ -1,0 +1,27 @@
+//! Test support shared by every crate's tests and benchmarks (a dev-dependency only: no
+//! release binary contains it).
+//!
+//! ```text
+//!  stack           the env file of scripts/openstack-up.sh (CCM_OPENSTACK_ENV)
+//!  tools           the validators and oracles of scripts/test-tools.sh (CCM_TEST_TOOLS)
+//!  install_config  the examples in assets/examples as typed values, edited through serde
+//!  create          `create manifests`: its command line, and the library run
+//!  kube            Node and Service fixtures, a kubeconfig for the fake API server
+//! ```
+//!
+//! Helpers panic with a message that says how to fix the setup: a missing tool or stack fails
+//! the test that needs it, never skips it.
+
+pub mod create;
+pub mod install_config;
+pub mod kube;
+pub mod stack;
+pub mod tools;
+
+use std::path::PathBuf;
+
+/// The workspace root (examples, fixtures and scripts are read from here).
+pub fn repo() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.join("../..").canonicalize().expect("the workspace root exists")
+}
