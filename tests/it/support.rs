@@ -11,6 +11,9 @@ use assert_cmd::Command;
 use testkit::create::CreateManifests;
 pub(crate) use testkit::repo;
 
+/// The longest a single ccm-assets run may take (a debug build; the slowest run is ~1 s).
+const RUN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// A test in its own directory.
 pub(crate) struct Test {
     tmp: tempfile::TempDir,
@@ -129,6 +132,8 @@ impl Test {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
+        // Bounded: a hung run fails the test instead of stalling the suite.
+        cmd.timeout(RUN_TIMEOUT);
         let Output { status, stdout, stderr } = cmd.output().expect("ran ccm-assets");
         Run {
             code: status.code().expect("exited"),
