@@ -31,6 +31,16 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "crate boundaries (README: Layout)"
+# The CCM binary ships neither the generator, its templates, nor any test code.
+ccm_tree=$(cargo tree --locked -e normal -p openstack-cloud-controller-manager --prefix none)
+for forbidden in ccm-assets handlebars fake-kube-apiserver testkit; do
+  if grep -q "^$forbidden v" <<<"$ccm_tree"; then
+    echo "openstack-cloud-controller-manager depends on $forbidden (cargo tree -e normal -i $forbidden)" >&2
+    exit 1
+  fi
+done
+
 step "shellcheck"
 shellcheck scripts/*.sh scripts/openstack/*.sh .ci/run
 
