@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 
 use crate::cloud::OpenStack;
 use crate::config::{self, Severity};
-use crate::controllers::{Context, lifecycle, node};
+use crate::controllers::{Context, ControllerName, lifecycle, node};
 use crate::flags::Flags;
 use crate::metrics::Metrics;
 use crate::{kube as k8s, leader, server};
@@ -42,7 +42,10 @@ const RELOAD_PERIOD: std::time::Duration = std::time::Duration::from_secs(30);
 pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
     let controllers = flags.controllers();
     for name in flags.unsupported_controllers() {
-        tracing::warn!(controller = name, "controller is not implemented by this binary; ignored");
+        tracing::warn!(
+            controller = name.as_str(),
+            "controller is not implemented by this binary; ignored"
+        );
     }
     for name in flags.ignored.given() {
         tracing::warn!(flag = name, "flag is accepted for compatibility and ignored");
@@ -210,7 +213,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         tokio::select! {
             () = watch => ("node-watch", Ok(())),
             () = refresh => ("cloud-node-refresh", Ok(())),
-            () = lifecycle => ("cloud-node-lifecycle", Ok(())),
+            () = lifecycle => (ControllerName::CloudNodeLifecycle.as_str(), Ok(())),
         }
     });
 

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser};
 
+use crate::controllers::ControllerName;
+
 /// What the command line asked for. Parsing fails naming the flag on an unknown flag or bad value.
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -33,8 +35,8 @@ pub struct Flags {
     pub kubeconfig: Option<PathBuf>,
 
     /// Controllers to run: `*`, `cloud-node`, `cloud-node-lifecycle`, `-name` disables.
-    #[arg(long = "controllers", value_name = "LIST", value_delimiter = ',', default_value = "*", value_parser = controller_name)]
-    pub controllers: Vec<String>,
+    #[arg(long = "controllers", value_name = "LIST", value_delimiter = ',', default_value = "*", value_parser = controller_selector)]
+    pub controllers: Vec<ControllerSelector>,
 
     /// Elect a leader on a Lease before running controllers.
     #[arg(long = "leader-elect", value_name = "BOOL", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
@@ -216,6 +218,17 @@ impl Ignored {
     }
 }
 
+/// One item of `--controllers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControllerSelector {
+    /// `*`: the default controllers.
+    All,
+    /// `name`: enable it.
+    Enable(ControllerName),
+    /// `-name`: disable it.
+    Disable(ControllerName),
+}
+
 /// Which controllers run, resolved from `--controllers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Controllers {
@@ -228,19 +241,25 @@ pub struct Controllers {
 impl Flags {
     /// Resolves `--controllers` as upstream: `*` enables the defaults, `-name` disables, a name enables.
     pub fn controllers(&self) -> Controllers {
-        let star = self.controllers.iter().any(|c| c == "*");
-        let pick = |name: &str| {
-            let on = self.controllers.iter().any(|c| c == name);
-            let off = self.controllers.iter().any(|c| c.strip_prefix('-') == Some(name));
+        let star = self.controllers.contains(&ControllerSelector::All);
+        let pick = |name: ControllerName| {
+            let on = self.controllers.contains(&ControllerSelector::Enable(name));
+            let off = self.controllers.contains(&ControllerSelector::Disable(name));
             !off && (on || star)
         };
-        Controllers { node: pick("cloud-node"), lifecycle: pick("cloud-node-lifecycle") }
+        Controllers {
+            node: pick(ControllerName::CloudNode),
+            lifecycle: pick(ControllerName::CloudNodeLifecycle),
+        }
     }
 
     /// Controllers named that this binary does not implement (`service`, `route`).
-    pub fn unsupported_controllers(&self) -> Vec<&str> {
-        let names = self.controllers.iter().map(String::as_str);
-        names.filter(|c| matches!(*c, "service" | "route")).collect()
+    pub fn unsupported_controllers(&self) -> Vec<ControllerName> {
+        let enabled = self.controllers.iter().filter_map(|c| match c {
+            ControllerSelector::Enable(name) => Some(*name),
+            _ => None,
+        });
+        enabled.filter(|name| !name.is_implemented()).collect()
     }
 }
 
@@ -252,16 +271,21 @@ fn cloud_provider(value: &str) -> Result<String, String> {
     }
 }
 
-const CONTROLLER_NAMES: &[&str] = &["*", "cloud-node", "cloud-node-lifecycle", "service", "route"];
-
-fn controller_name(value: &str) -> Result<String, String> {
-    let name = value.strip_prefix('-').unwrap_or(value);
-    if name != "*" && CONTROLLER_NAMES.contains(&name) || value == "*" {
-        Ok(value.to_owned())
-    } else {
-        Err(format!(
-            "unknown controller {value:?} (known: *, cloud-node, cloud-node-lifecycle, service, route)"
-        ))
+fn controller_selector(value: &str) -> Result<ControllerSelector, String> {
+    if value == "*" {
+        return Ok(ControllerSelector::All);
+    }
+    let (disable, name) = match value.strip_prefix('-') {
+        Some(name) => (true, name),
+        None => (false, value),
+    };
+    match name.parse::<ControllerName>() {
+        Ok(name) if disable => Ok(ControllerSelector::Disable(name)),
+        Ok(name) => Ok(ControllerSelector::Enable(name)),
+        Err(_) => {
+            let known: Vec<&str> = ControllerName::ALL.iter().map(|n| n.as_str()).collect();
+            Err(format!("unknown controller {value:?} (known: *, {})", known.join(", ")))
+        }
     }
 }
 
@@ -370,6 +394,6 @@ mod tests {
     fn only_named_controllers_run_without_star() {
         let f = parse(&["--cloud-provider=openstack", "--controllers=cloud-node,route"]).unwrap();
         assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false });
-        assert_eq!(f.unsupported_controllers(), vec!["route"]);
+        assert_eq!(f.unsupported_controllers(), vec![ControllerName::Route]);
     }
 }

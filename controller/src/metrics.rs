@@ -10,6 +10,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::controllers::ControllerName;
+
 /// Labels of one OpenStack call; values are fixed strings, never object data.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CallLabels {
@@ -116,8 +118,9 @@ impl Metrics {
     }
 
     /// Counts one reconcile outcome.
-    pub fn reconcile(&self, controller: &'static str, result: &'static str) {
-        self.reconciles.get_or_create(&ReconcileLabels { controller, result }).inc();
+    pub fn reconcile(&self, controller: ControllerName, result: &'static str) {
+        let labels = ReconcileLabels { controller: controller.as_str(), result };
+        self.reconciles.get_or_create(&labels).inc();
     }
 
     /// Records whether the OpenStack session is up.

@@ -11,7 +11,8 @@ use kube::api::DeleteParams;
 use kube::runtime::events::EventType;
 
 use super::{
-    Context, Error, Result, SHUTDOWN_TAINT, has_taint, is_ready, lookup, set_taints, taints,
+    Context, ControllerName, Error, Result, SHUTDOWN_TAINT, has_taint, is_ready, lookup,
+    set_taints, taints,
 };
 use crate::cloud::Cloud;
 
@@ -85,9 +86,11 @@ pub async fn check<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
 pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
     for node in nodes {
         match check(ctx, node).await {
-            Ok(outcome) => ctx.metrics.reconcile("cloud-node-lifecycle", outcome.label()),
+            Ok(outcome) => {
+                ctx.metrics.reconcile(ControllerName::CloudNodeLifecycle, outcome.label())
+            }
             Err(error) => {
-                ctx.metrics.reconcile("cloud-node-lifecycle", error.kind());
+                ctx.metrics.reconcile(ControllerName::CloudNodeLifecycle, error.kind());
                 tracing::warn!(node = %node.name_any(), error = %crate::cloud::session::chain(&error), "lifecycle check failed; no action");
             }
         }

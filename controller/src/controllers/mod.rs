@@ -3,6 +3,7 @@
 pub mod addresses;
 pub mod labels;
 pub mod lifecycle;
+pub mod name;
 pub mod node;
 pub mod provider_id;
 
@@ -17,6 +18,8 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
+
+pub use name::ControllerName;
 
 use crate::cloud::{self, Cloud, Lookup};
 use crate::config::Networking;
