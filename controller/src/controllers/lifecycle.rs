@@ -90,7 +90,7 @@ pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
                 ctx.metrics.reconcile(ControllerName::CloudNodeLifecycle, outcome.label())
             }
             Err(error) => {
-                ctx.metrics.reconcile(ControllerName::CloudNodeLifecycle, error.kind());
+                ctx.metrics.reconcile(ControllerName::CloudNodeLifecycle, error.kind().as_str());
                 tracing::warn!(node = %node.name_any(), error = %crate::cloud::session::chain(&error), "lifecycle check failed; no action");
             }
         }

@@ -63,14 +63,45 @@ pub enum Error {
     },
 }
 
-impl Error {
+/// What kind of failure an [`Error`] is; [`ErrorKind::as_str`] is its metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// [`Error::Cloud`], by the cloud error's kind.
+    Cloud(cloud::ErrorKind),
+    /// [`Error::Kube`] with a 409: the Node changed since it was read.
+    Conflict,
+    /// Any other [`Error::Kube`].
+    Kube,
+    /// [`Error::Node`].
+    Node,
+}
+
+impl ErrorKind {
     /// A fixed label for metrics.
-    pub fn kind(&self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Error::Cloud { source, .. } => source.kind(),
-            Error::Kube { source: kube::Error::Api(s), .. } if s.code == 409 => "conflict",
-            Error::Kube { .. } => "kube",
-            Error::Node { .. } => "node",
+            ErrorKind::Cloud(kind) => kind.as_str(),
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Kube => "kube",
+            ErrorKind::Node => "node",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// The kind, for metric labels and the retry policy.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Cloud { source, .. } => ErrorKind::Cloud(source.kind()),
+            Error::Kube { source: kube::Error::Api(s), .. } if s.code == 409 => ErrorKind::Conflict,
+            Error::Kube { .. } => ErrorKind::Kube,
+            Error::Node { .. } => ErrorKind::Node,
         }
     }
 }

@@ -14,8 +14,8 @@ use serde_json::json;
 
 use super::addresses::{self, HOSTNAME, NodeAddress};
 use super::{
-    Context, ControllerName, Error, PROVIDED_NODE_IP, Result, UNINITIALIZED_TAINT, has_taint,
-    labels, lookup, provider_id, taints,
+    Context, ControllerName, Error, ErrorKind, PROVIDED_NODE_IP, Result, UNINITIALIZED_TAINT,
+    has_taint, labels, lookup, provider_id, taints,
 };
 use crate::cloud::{Cloud, Instance, Lookup};
 
@@ -172,10 +172,10 @@ pub async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Resul
 
 /// Retry policy: conflicts soon, everything else after 10 s; the taint stays meanwhile.
 pub fn error_policy<C: Cloud>(node: Arc<Node>, error: &Error, ctx: Arc<Context<C>>) -> Action {
-    ctx.metrics.reconcile(ControllerName::CloudNode, error.kind());
+    ctx.metrics.reconcile(ControllerName::CloudNode, error.kind().as_str());
     let chain = crate::cloud::session::chain(error);
     tracing::warn!(node = %node.name_any(), error = %chain, "initialization failed; will retry");
-    let delay = if error.kind() == "conflict" {
+    let delay = if error.kind() == ErrorKind::Conflict {
         Duration::from_millis(200)
     } else {
         Duration::from_secs(10)

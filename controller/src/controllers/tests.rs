@@ -80,7 +80,7 @@ async fn node_ip_not_on_the_server_keeps_the_taint_and_records_a_warning() {
     fake.create("v1", "nodes", "", tainted);
     let ctx = context(&fake, FakeCloud::with(vec![instance("worker-2", "10.0.0.7", "ACTIVE")]));
     let err = node_controller::reconcile(nodes(&ctx).await[0].clone(), ctx).await.unwrap_err();
-    assert_eq!(err.kind(), "node");
+    assert_eq!(err.kind().as_str(), "node");
     let got = fake.get("v1", "nodes", "", "worker-2").unwrap();
     assert!(taint_keys(&got).contains(&UNINITIALIZED_TAINT.to_owned()));
     let events = fake.list("events.k8s.io/v1", "events");
@@ -94,7 +94,7 @@ async fn missing_server_at_initialization_keeps_the_node_and_the_taint() {
     fake.create("v1", "nodes", "", tainted_node("worker-3"));
     let ctx = context(&fake, FakeCloud::with(vec![]));
     let err = node_controller::reconcile(nodes(&ctx).await[0].clone(), ctx).await.unwrap_err();
-    assert_eq!(err.kind(), "not_found");
+    assert_eq!(err.kind().as_str(), "not_found");
     assert!(fake.writes().is_empty());
 }
 
