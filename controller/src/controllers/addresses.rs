@@ -3,27 +3,56 @@
 use std::cmp::Ordering;
 use std::net::IpAddr;
 
+use serde::Serialize;
+
 use crate::cloud::Instance;
 use crate::config::Networking;
 
-/// `InternalIP`, `ExternalIP` or `Hostname`, as in `NodeAddress.type`.
-pub type AddressType = &'static str;
+use AddressType::{ExternalIP, Hostname, InternalIP};
 
-/// One node address.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The `NodeAddress.type` values this controller writes (kubelet may also report `InternalDNS`
+/// and `ExternalDNS`, which it never does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum AddressType {
+    /// `InternalIP`.
+    #[serde(rename = "InternalIP")]
+    InternalIP,
+    /// `ExternalIP`.
+    #[serde(rename = "ExternalIP")]
+    ExternalIP,
+    /// `Hostname`.
+    #[serde(rename = "Hostname")]
+    Hostname,
+}
+
+impl AddressType {
+    /// Every type this controller writes.
+    pub const ALL: [AddressType; 3] = [InternalIP, ExternalIP, Hostname];
+
+    /// The wire name, as in `NodeAddress.type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InternalIP => "InternalIP",
+            ExternalIP => "ExternalIP",
+            Hostname => "Hostname",
+        }
+    }
+
+    /// The type with this wire name; `None` for the types this controller never writes.
+    pub fn from_wire(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+}
+
+/// One node address, serialized as a `NodeAddress` (`{"type": …, "address": …}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeAddress {
     /// The type.
+    #[serde(rename = "type")]
     pub kind: AddressType,
     /// The address.
     pub address: String,
 }
-
-/// `InternalIP`.
-pub const INTERNAL: AddressType = "InternalIP";
-/// `ExternalIP`.
-pub const EXTERNAL: AddressType = "ExternalIP";
-/// `Hostname`.
-pub const HOSTNAME: AddressType = "Hostname";
 
 fn addr(kind: AddressType, address: &str) -> NodeAddress {
     NodeAddress { kind, address: address.to_owned() }
@@ -50,30 +79,30 @@ pub fn select(instance: &Instance, net: &Networking) -> Vec<NodeAddress> {
     let mut out = Vec::new();
     for port in instance.ports.iter().filter(|p| p.status == "ACTIVE") {
         for ip in port.fixed_ips.iter().filter(|ip| keep(&ip.ip_address)) {
-            add(&mut out, addr(INTERNAL, &ip.ip_address));
+            add(&mut out, addr(InternalIP, &ip.ip_address));
         }
     }
     if !server.access_ipv4.is_empty() {
-        add(&mut out, addr(EXTERNAL, &server.access_ipv4));
+        add(&mut out, addr(ExternalIP, &server.access_ipv4));
     }
     if !server.access_ipv6.is_empty() && !net.ipv6_support_disabled {
-        add(&mut out, addr(EXTERNAL, &server.access_ipv6));
+        add(&mut out, addr(ExternalIP, &server.access_ipv6));
     }
     if let Some(hostname) = server.metadata.get("hostname").filter(|h| !h.is_empty()) {
-        add(&mut out, addr(HOSTNAME, hostname));
+        add(&mut out, addr(Hostname, hostname));
     }
     // BTreeMap: networks in sorted name order, as upstream sorts them.
     for (network, entries) in &server.addresses {
         for entry in entries {
             let kind = if entry.kind == "floating" {
-                EXTERNAL
+                ExternalIP
             } else if net.public_network_names.contains(network) {
                 out.retain(|a| a.address != entry.addr);
-                EXTERNAL
+                ExternalIP
             } else if net.internal_network_names.is_empty()
                 || net.internal_network_names.contains(network)
             {
-                INTERNAL
+                InternalIP
             } else {
                 out.retain(|a| a.address != entry.addr);
                 continue;

@@ -12,7 +12,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use serde_json::json;
 
-use super::addresses::{self, HOSTNAME, NodeAddress};
+use super::addresses::{self, AddressType, NodeAddress};
 use super::{
     Context, ControllerName, Error, ErrorKind, PROVIDED_NODE_IP, Result, UNINITIALIZED_TAINT,
     has_taint, labels, lookup, provider_id, taints,
@@ -41,8 +41,9 @@ pub fn node_addresses<C>(
         list = addresses::with_node_ip(&list, provided)
             .map_err(|message| Error::Node { node: node.name_any(), message })?;
     }
-    if !list.iter().any(|a| a.kind == HOSTNAME)
-        && let Some(hostname) = current_addresses(node).into_iter().find(|a| a.kind == HOSTNAME)
+    let hostname = |a: &NodeAddress| a.kind == AddressType::Hostname;
+    if !list.iter().any(hostname)
+        && let Some(hostname) = current_addresses(node).into_iter().find(hostname)
     {
         list.push(hostname);
     }
@@ -76,19 +77,29 @@ pub fn plan<C>(
     Ok(Plan { provider_id, labels, addresses: node_addresses(ctx, node, instance)? })
 }
 
-/// The node's current `status.addresses`.
+/// The node's `status.addresses` as stored.
+fn stored_addresses(node: &Node) -> &[k8s_openapi::api::core::v1::NodeAddress] {
+    node.status.as_ref().and_then(|s| s.addresses.as_deref()).unwrap_or_default()
+}
+
+/// The node's current `status.addresses` of the types this controller writes; the others
+/// (kubelet's `InternalDNS`, `ExternalDNS`) are left out.
 pub fn current_addresses(node: &Node) -> Vec<NodeAddress> {
-    let list = node.status.as_ref().and_then(|s| s.addresses.as_ref());
-    let kind = |t: &str| match t {
-        "InternalIP" => addresses::INTERNAL,
-        "ExternalIP" => addresses::EXTERNAL,
-        "Hostname" => HOSTNAME,
-        _ => "InternalDNS",
-    };
-    list.into_iter()
-        .flatten()
-        .map(|a| NodeAddress { kind: kind(&a.type_), address: a.address.clone() })
-        .collect()
+    let known = stored_addresses(node).iter().filter_map(|a| {
+        let kind = AddressType::from_wire(&a.type_)?;
+        Some(NodeAddress { kind, address: a.address.clone() })
+    });
+    known.collect()
+}
+
+/// True when `status.addresses` is `wanted` exactly. An address of a type this controller
+/// never writes makes them differ, so the patch replaces the list without it.
+fn has_addresses(node: &Node, wanted: &[NodeAddress]) -> bool {
+    let stored = stored_addresses(node);
+    stored.len() == wanted.len()
+        && stored.iter().zip(wanted).all(|(have, want)| {
+            AddressType::from_wire(&have.type_) == Some(want.kind) && have.address == want.address
+        })
 }
 
 /// Writes `status.addresses` when it differs (a JSON merge patch replaces the whole list);
@@ -98,12 +109,10 @@ pub async fn patch_addresses<C: Cloud>(
     node: &Node,
     wanted: &[NodeAddress],
 ) -> Result<Option<Node>> {
-    if current_addresses(node) == wanted {
+    if has_addresses(node, wanted) {
         return Ok(None);
     }
-    let list: Vec<_> =
-        wanted.iter().map(|a| json!({"type": a.kind, "address": a.address})).collect();
-    let patch = json!({"status": {"addresses": list}});
+    let patch = json!({"status": {"addresses": wanted}});
     ctx.api()
         .patch_status(&node.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
         .await

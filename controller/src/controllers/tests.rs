@@ -125,6 +125,24 @@ async fn address_refresh_makes_one_list_call_and_patches_only_changed_nodes() {
 }
 
 #[tokio::test]
+async fn address_refresh_replaces_a_list_holding_a_type_it_never_writes() {
+    let fake = FakeApiServer::start().await.unwrap();
+    let mut n = node("a", Some("openstack:///id-a"), "True");
+    n["status"]["addresses"] = json!([
+        {"type": "InternalIP", "address": "10.0.0.1"},
+        {"type": "InternalDNS", "address": "a.internal"}
+    ]);
+    fake.create("v1", "nodes", "", n);
+    let ctx = context(&fake, FakeCloud::with(vec![instance("a", "10.0.0.1", "ACTIVE")]));
+    let patched = node_controller::refresh_addresses(&ctx, &nodes(&ctx).await).await.unwrap();
+    assert_eq!(patched, 1);
+    assert_eq!(
+        fake.get("v1", "nodes", "", "a").unwrap()["status"]["addresses"],
+        json!([{"type": "InternalIP", "address": "10.0.0.1"}])
+    );
+}
+
+#[tokio::test]
 async fn not_ready_node_whose_server_is_gone_is_deleted_with_an_event_on_both_lookup_paths() {
     let fake = FakeApiServer::start().await.unwrap();
     fake.create("v1", "nodes", "", node("by-id", Some("openstack:///gone"), "False"));
