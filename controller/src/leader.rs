@@ -254,7 +254,9 @@ mod tests {
             fake.client(),
             Settings { retry_period: Duration::from_millis(20), ..settings("a") },
         );
-        a.acquire().await;
+        tokio::time::timeout(Duration::from_secs(10), a.acquire())
+            .await
+            .expect("the free lease is acquired within 10 s");
         fake.patch(
             "coordination.k8s.io/v1",
             "leases",
@@ -262,7 +264,9 @@ mod tests {
             "cloud-controller-manager",
             serde_json::json!({"spec": {"holderIdentity": "intruder", "renewTime": "2030-01-01T00:00:00.000000Z"}}),
         );
-        let lost = tokio::time::timeout(Duration::from_secs(10), a.hold()).await.unwrap();
+        let lost = tokio::time::timeout(Duration::from_secs(10), a.hold())
+            .await
+            .expect("the lost lease is noticed within 10 s");
         assert!(matches!(lost, Error::Lost { .. }), "{lost}");
     }
 }

@@ -160,7 +160,12 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let tls = tls_config(None, addr.ip()).unwrap();
         tokio::spawn(serve(listener, tls, router(health)));
-        let client = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
+        // Every request is bounded: a server that stops answering fails the test, not hangs it.
+        let client = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .unwrap();
         let get = |path: &str| client.get(format!("https://{addr}{path}")).send();
         assert_eq!(get("/healthz").await.unwrap().status(), 200);
         assert_eq!(get("/readyz").await.unwrap().status(), 503);
@@ -168,7 +173,7 @@ mod tests {
         assert_eq!(get("/readyz").await.unwrap().status(), 200);
         let text = get("/metrics").await.unwrap().text().await.unwrap();
         assert!(text.contains("occm_openstack_api_requests_total{service=\"compute\",operation=\"server_get\",result=\"ok\"} 1"), "{text}");
-        let plain = reqwest::get(format!("http://{addr}/healthz")).await;
+        let plain = client.get(format!("http://{addr}/healthz")).send().await;
         assert!(
             plain.is_err() || !plain.unwrap().status().is_success(),
             "plain HTTP is not served"

@@ -218,7 +218,10 @@ async fn the_node_controller_initializes_a_node_registered_while_it_runs() {
     let initialized = kube::runtime::wait::await_condition(api, "late", |n: Option<&Node>| {
         n.and_then(|n| n.spec.as_ref()).and_then(|s| s.provider_id.as_deref()).is_some()
     });
-    let node =
-        tokio::time::timeout(Duration::from_secs(10), initialized).await.unwrap().unwrap().unwrap();
+    let node = tokio::time::timeout(Duration::from_secs(10), initialized)
+        .await
+        .expect("the late node is initialized within 10 s")
+        .unwrap()
+        .unwrap();
     assert_eq!(node.spec.unwrap().provider_id.as_deref(), Some("openstack:///id-late"));
 }

@@ -212,7 +212,9 @@ mod tests {
             start.elapsed()
         });
         let all = futures::future::join_all(gets);
-        let mut done = tokio::time::timeout(Duration::from_secs(60), all).await.unwrap();
+        let mut done = tokio::time::timeout(Duration::from_secs(60), all)
+            .await
+            .expect("seven requests within 60 s (virtual time)");
         done.sort();
         assert_eq!(fake.requests().len(), 7);
         assert!(done[..3].iter().all(|t| *t < Duration::from_millis(500)), "{done:?}");

@@ -143,7 +143,10 @@ mod tests {
         );
         tokio::spawn(watch);
         let next = async |rx: &mut mpsc::UnboundedReceiver<Option<String>>| {
-            tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap().unwrap()
+            tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .expect("credentials applied within 10 s")
+                .unwrap()
         };
         assert_eq!(next(&mut rx).await.as_deref(), Some("first"));
         fake.patch(
