@@ -19,7 +19,7 @@ use crate::metrics::Metrics;
 
 /// An error setting up TLS.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// A certificate or key file could not be read.
     #[error("cannot read {path}")]
     Pem {
@@ -39,11 +39,11 @@ pub enum Error {
 
 /// What the endpoints report.
 #[derive(Clone)]
-pub struct Health {
+pub(crate) struct Health {
     /// Readiness: OpenStack session established (and credentials loaded).
-    pub ready: Arc<dyn Fn() -> bool + Send + Sync>,
+    pub(crate) ready: Arc<dyn Fn() -> bool + Send + Sync>,
     /// The metrics registry.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Health {
@@ -53,7 +53,7 @@ impl std::fmt::Debug for Health {
 }
 
 /// The routes.
-pub fn router(health: Health) -> Router {
+pub(crate) fn router(health: Health) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -77,7 +77,7 @@ async fn metrics(State(health): State<Health>) -> impl IntoResponse {
 }
 
 /// TLS settings: the given PEM files, or a fresh self-signed certificate for `localhost` and `bind`.
-pub fn tls_config(
+pub(crate) fn tls_config(
     files: Option<(&Path, &Path)>,
     bind: IpAddr,
 ) -> Result<Arc<rustls::ServerConfig>, Error> {
@@ -114,7 +114,7 @@ fn pem(path: &Path) -> impl Fn(rustls::pki_types::pem::Error) -> Error + '_ {
 }
 
 /// Serves HTTPS until accepting fails; each connection runs in its own task.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     router: Router,

@@ -8,7 +8,7 @@ use super::{Credentials, Severity, Values, load};
 
 /// Loads every `period` (the first load at once) and calls `apply` when the merged values
 /// changed. A file that became unreadable or invalid keeps the last good credentials.
-pub async fn watch(
+pub(crate) async fn watch(
     path: PathBuf,
     search: Vec<PathBuf>,
     period: Duration,

@@ -13,7 +13,7 @@ use AddressType::{ExternalIP, Hostname, InternalIP};
 /// The `NodeAddress.type` values this controller writes (kubelet may also report `InternalDNS`
 /// and `ExternalDNS`, which it never does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum AddressType {
+pub(crate) enum AddressType {
     /// `InternalIP`.
     #[serde(rename = "InternalIP")]
     InternalIP,
@@ -27,10 +27,10 @@ pub enum AddressType {
 
 impl AddressType {
     /// Every type this controller writes.
-    pub const ALL: [AddressType; 3] = [InternalIP, ExternalIP, Hostname];
+    pub(crate) const ALL: [AddressType; 3] = [InternalIP, ExternalIP, Hostname];
 
     /// The wire name, as in `NodeAddress.type`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             InternalIP => "InternalIP",
             ExternalIP => "ExternalIP",
@@ -39,19 +39,19 @@ impl AddressType {
     }
 
     /// The type with this wire name; `None` for the types this controller never writes.
-    pub fn from_wire(text: &str) -> Option<Self> {
+    pub(crate) fn from_wire(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|kind| kind.as_str() == text)
     }
 }
 
 /// One node address, serialized as a `NodeAddress` (`{"type": …, "address": …}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NodeAddress {
+pub(crate) struct NodeAddress {
     /// The type.
     #[serde(rename = "type")]
-    pub kind: AddressType,
+    pub(crate) kind: AddressType,
     /// The address.
-    pub address: String,
+    pub(crate) address: String,
 }
 
 fn addr(kind: AddressType, address: &str) -> NodeAddress {
@@ -73,7 +73,7 @@ fn is_v6(address: &str) -> bool {
 /// `public-network-name` → ExternalIP (dropping the same address of another type),
 /// `internal-network-name` (when set) keeps only listed networks — and finally the
 /// `address-sort-order` CIDR ordering.
-pub fn select(instance: &Instance, net: &Networking) -> Vec<NodeAddress> {
+pub(crate) fn select(instance: &Instance, net: &Networking) -> Vec<NodeAddress> {
     let server = &instance.server;
     let keep = |address: &str| !(net.ipv6_support_disabled && is_v6(address));
     let mut out = Vec::new();
@@ -117,7 +117,7 @@ pub fn select(instance: &Instance, net: &Networking) -> Vec<NodeAddress> {
 }
 
 /// Stable sort: addresses in an earlier CIDR first, ascending within one CIDR; others keep their order.
-pub fn sort(addresses: &mut [NodeAddress], order: &[ipnet::IpNet]) {
+pub(crate) fn sort(addresses: &mut [NodeAddress], order: &[ipnet::IpNet]) {
     if order.is_empty() {
         return;
     }
@@ -147,7 +147,10 @@ fn bytes16(ip: IpAddr) -> [u8; 16] {
 /// Applies kubelet's `--node-ip` (annotation `alpha.kubernetes.io/provided-node-ip`, one IP or
 /// a dual-stack pair): each must be among the cloud's addresses; matches go first and become
 /// the only address of their type; other types follow.
-pub fn with_node_ip(cloud: &[NodeAddress], provided: &str) -> Result<Vec<NodeAddress>, String> {
+pub(crate) fn with_node_ip(
+    cloud: &[NodeAddress],
+    provided: &str,
+) -> Result<Vec<NodeAddress>, String> {
     let ips: Vec<&str> = provided.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     if ips.is_empty() || ips.len() > 2 {
         return Err(format!("provided node ip {provided:?} is not one IP or a dual-stack pair"));

@@ -83,7 +83,7 @@ pub async fn check<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
 }
 
 /// Checks every cached node once; errors are counted and logged, never acted on.
-pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
+pub(crate) async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
     for node in nodes {
         match check(ctx, node).await {
             Ok(outcome) => {
@@ -98,7 +98,7 @@ pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
 }
 
 /// Runs the check every `period` until the process ends.
-pub async fn run<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
+pub(crate) async fn run<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 /// A controller upstream's cloud-controller-manager knows; only the node ones run here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ControllerName {
+pub(crate) enum ControllerName {
     /// `cloud-node`: initializes tainted Nodes and refreshes addresses.
     CloudNode,
     /// `cloud-node-lifecycle`: deletes Nodes whose server is gone, taints `SHUTOFF` ones.
@@ -19,11 +19,11 @@ pub enum ControllerName {
 /// A name that is not one of [`ControllerName::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown controller {0:?}")]
-pub struct UnknownController(pub String);
+pub(crate) struct UnknownController(pub String);
 
 impl ControllerName {
     /// Every name, in the order help and error messages list them.
-    pub const ALL: [ControllerName; 4] = [
+    pub(crate) const ALL: [ControllerName; 4] = [
         ControllerName::CloudNode,
         ControllerName::CloudNodeLifecycle,
         ControllerName::Service,
@@ -31,7 +31,7 @@ impl ControllerName {
     ];
 
     /// The upstream name, verbatim (also the `controller` metric label).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ControllerName::CloudNode => "cloud-node",
             ControllerName::CloudNodeLifecycle => "cloud-node-lifecycle",
@@ -41,7 +41,7 @@ impl ControllerName {
     }
 
     /// True for the controllers this binary runs.
-    pub fn is_implemented(self) -> bool {
+    pub(crate) fn is_implemented(self) -> bool {
         matches!(self, ControllerName::CloudNode | ControllerName::CloudNodeLifecycle)
     }
 }

@@ -21,17 +21,17 @@ use crate::cloud::{Cloud, Instance, Lookup};
 
 /// What initialization writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// `spec.providerID`, only when the node has none.
-    pub provider_id: Option<String>,
+    pub(crate) provider_id: Option<String>,
     /// Labels to set.
-    pub labels: BTreeMap<String, String>,
+    pub(crate) labels: BTreeMap<String, String>,
     /// `status.addresses`.
-    pub addresses: Vec<NodeAddress>,
+    pub(crate) addresses: Vec<NodeAddress>,
 }
 
 /// The addresses for a node: selection, kubelet's node IP, and kubelet's Hostname kept when the cloud has none.
-pub fn node_addresses<C>(
+pub(crate) fn node_addresses<C>(
     ctx: &Context<C>,
     node: &Node,
     instance: &Instance,
@@ -51,7 +51,7 @@ pub fn node_addresses<C>(
 }
 
 /// Pure: what a tainted node gets from its server.
-pub fn plan<C>(
+pub(crate) fn plan<C>(
     ctx: &Context<C>,
     node: &Node,
     instance: &Instance,
@@ -84,7 +84,7 @@ fn stored_addresses(node: &Node) -> &[k8s_openapi::api::core::v1::NodeAddress] {
 
 /// The node's current `status.addresses` of the types this controller writes; the others
 /// (kubelet's `InternalDNS`, `ExternalDNS`) are left out.
-pub fn current_addresses(node: &Node) -> Vec<NodeAddress> {
+pub(crate) fn current_addresses(node: &Node) -> Vec<NodeAddress> {
     let known = stored_addresses(node).iter().filter_map(|a| {
         let kind = AddressType::from_wire(&a.type_)?;
         Some(NodeAddress { kind, address: a.address.clone() })
@@ -104,7 +104,7 @@ fn has_addresses(node: &Node, wanted: &[NodeAddress]) -> bool {
 
 /// Writes `status.addresses` when it differs (a JSON merge patch replaces the whole list);
 /// returns the updated Node, or `None` when nothing changed.
-pub async fn patch_addresses<C: Cloud>(
+pub(crate) async fn patch_addresses<C: Cloud>(
     ctx: &Context<C>,
     node: &Node,
     wanted: &[NodeAddress],
@@ -155,7 +155,7 @@ pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<()> {
 
 /// The `Controller` reconcile: only tainted nodes are touched.
 #[tracing::instrument(skip_all, fields(node = %node.name_any()))]
-pub async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Result<Action> {
+pub(crate) async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Result<Action> {
     if !ctx.initialize || !has_taint(&node, UNINITIALIZED_TAINT) {
         return Ok(Action::await_change());
     }
@@ -180,7 +180,11 @@ pub async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Resul
 }
 
 /// Retry policy: conflicts soon, everything else after 10 s; the taint stays meanwhile.
-pub fn error_policy<C: Cloud>(node: Arc<Node>, error: &Error, ctx: Arc<Context<C>>) -> Action {
+pub(crate) fn error_policy<C: Cloud>(
+    node: Arc<Node>,
+    error: &Error,
+    ctx: Arc<Context<C>>,
+) -> Action {
     ctx.metrics.reconcile(ControllerName::CloudNode, error.kind().as_str());
     let chain = crate::cloud::session::chain(error);
     tracing::warn!(node = %node.name_any(), error = %chain, "initialization failed; will retry");
@@ -194,7 +198,10 @@ pub fn error_policy<C: Cloud>(node: Arc<Node>, error: &Error, ctx: Arc<Context<C
 
 /// One address refresh of every initialized node: one `instances()` call, then a status patch
 /// only where the addresses changed. Returns how many nodes were patched.
-pub async fn refresh_addresses<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) -> Result<usize> {
+pub(crate) async fn refresh_addresses<C: Cloud>(
+    ctx: &Context<C>,
+    nodes: &[Arc<Node>],
+) -> Result<usize> {
     let instances =
         ctx.cloud.instances().await.map_err(|source| Error::Cloud { node: "*".into(), source })?;
     let by_id: HashMap<&str, &Instance> =
@@ -230,7 +237,7 @@ pub async fn refresh_addresses<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) 
 }
 
 /// Refreshes addresses every `period` until the process ends.
-pub async fn refresh_loop<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
+pub(crate) async fn refresh_loop<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
     // The first refresh waits one period: at start the node cache is still filling, and
     // initialization has just written fresh addresses.
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);

@@ -11,7 +11,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use crate::config::{Credentials, Values, secret};
 
 /// Turns one Secret into credentials (cloud.conf values winning).
-pub fn credentials(
+pub(crate) fn credentials(
     base: &Values,
     secret: &Secret,
     origin: &str,
