@@ -1,7 +1,9 @@
 //! The wiring: flags → config → clients → one JoinSet of long-running tasks; any task ending is fatal.
 
-use std::path::PathBuf;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
@@ -13,9 +15,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::cloud::OpenStack;
-use crate::config::{self, Severity};
-use crate::controllers::{Context, lifecycle, node};
-use crate::flags::Flags;
+use crate::config::{self, Networking, Severity};
+use crate::controllers::{Context, ControllerName, lifecycle, node};
+use crate::flags::{Controllers, Flags};
 use crate::metrics::Metrics;
 use crate::{kube as k8s, leader, server};
 
@@ -40,9 +42,80 @@ const RELOAD_PERIOD: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs until a signal (Ok) or until any long-running task ends (Err).
 pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
+    check_flags(&flags);
     let controllers = flags.controllers();
+    // Every field named: a new flag that `run` does not use fails the build.
+    let Flags {
+        cloud_provider: _,
+        cloud_config,
+        check_config: _,
+        kubeconfig,
+        controllers: _,
+        leader_elect,
+        leader_elect_lease_duration,
+        leader_elect_renew_deadline,
+        leader_elect_retry_period,
+        leader_elect_resource_namespace,
+        leader_elect_resource_name,
+        leader_elect_resource_lock: _,
+        bind_address,
+        secure_port,
+        tls_cert_file,
+        tls_private_key_file,
+        cluster_name,
+        use_service_account_credentials: _,
+        concurrent_node_syncs,
+        node_status_update_frequency,
+        node_monitor_period,
+        kube_api_qps,
+        kube_api_burst,
+        ignored: _,
+        v: _,
+    } = flags;
+
+    let search = config::clouds::search_paths(env.os_client_config_file, env.home);
+    let loaded = load_config(cloud_config, search)?;
+    tracing::info!(cluster = %cluster_name, "configuration loaded");
+
+    let metrics = Metrics::shared();
+    let cloud = OpenStack::new(metrics.clone(), loaded.config.metadata.request_timeout);
+    let mut tasks: JoinSet<Task> = JoinSet::new();
+    if secure_port != 0 {
+        let files = tls_cert_file.as_deref().zip(tls_private_key_file.as_deref());
+        spawn_server(&mut tasks, (bind_address, secure_port), files, &cloud, &metrics).await?;
+    }
+    let client =
+        clients(&mut tasks, &cloud, kubeconfig.as_deref(), kube_api_qps, kube_api_burst).await?;
+    let networking = loaded.config.networking.clone();
+    spawn_credentials(&mut tasks, loaded, &client, &cloud);
+    let settings = leader_elect.then_some(leader::Settings {
+        namespace: leader_elect_resource_namespace,
+        name: leader_elect_resource_name,
+        identity: env.identity,
+        lease_duration: leader_elect_lease_duration,
+        renew_deadline: leader_elect_renew_deadline,
+        retry_period: leader_elect_retry_period,
+    });
+    let (leading, release) = spawn_leader(&mut tasks, &client, settings, &metrics);
+    let plan = Plan {
+        controllers,
+        concurrency: u16::try_from(concurrent_node_syncs).unwrap_or(u16::MAX),
+        refresh_period: node_status_update_frequency,
+        monitor_period: node_monitor_period,
+        regional: env.regional,
+        networking,
+    };
+    spawn_controllers(&mut tasks, Clients { kube: client, cloud, metrics }, plan, leading);
+    supervise(tasks, release).await
+}
+
+/// Warns about what the command line asked for and this binary does not do.
+fn check_flags(flags: &Flags) {
     for name in flags.unsupported_controllers() {
-        tracing::warn!(controller = name, "controller is not implemented by this binary; ignored");
+        tracing::warn!(
+            controller = name.as_str(),
+            "controller is not implemented by this binary; ignored"
+        );
     }
     for name in flags.ignored.given() {
         tracing::warn!(flag = name, "flag is accepted for compatibility and ignored");
@@ -52,31 +125,20 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
             "--use-service-account-credentials is accepted but ignored: one client identity is used"
         );
     }
-    let Flags {
-        cloud_config,
-        kubeconfig,
-        leader_elect,
-        leader_elect_lease_duration,
-        leader_elect_renew_deadline,
-        leader_elect_retry_period,
-        leader_elect_resource_namespace,
-        leader_elect_resource_name,
-        bind_address,
-        secure_port,
-        tls_cert_file,
-        tls_private_key_file,
-        cluster_name,
-        concurrent_node_syncs,
-        node_status_update_frequency,
-        node_monitor_period,
-        kube_api_qps,
-        kube_api_burst,
-        ..
-    } = flags;
+}
 
+/// A loaded cloud.conf: where it came from, its checked values and the typed view.
+struct Loaded {
+    path: PathBuf,
+    search: Vec<PathBuf>,
+    checked: config::Checked,
+    config: config::Config,
+}
+
+/// Reads and checks `--cloud-config`, logging every finding; errors stop the start.
+fn load_config(cloud_config: Option<PathBuf>, search: Vec<PathBuf>) -> anyhow::Result<Loaded> {
     let path =
         cloud_config.context("no OpenStack cloud provider config file given (--cloud-config)")?;
-    let search = config::clouds::search_paths(env.os_client_config_file, env.home);
     let checked = config::load(&path, &search)?;
     for diagnostic in &checked.diagnostics {
         match diagnostic.severity {
@@ -84,100 +146,145 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
             Severity::Error => tracing::error!(file = %path.display(), "{}", diagnostic.message),
         }
     }
-    let cfg = checked.config(&path.display().to_string())?;
-    tracing::info!(cluster = %cluster_name, "configuration loaded");
+    let config = checked.config(&path.display().to_string())?;
+    Ok(Loaded { path, search, checked, config })
+}
 
-    let metrics = Metrics::shared();
-    let cloud = OpenStack::new(metrics.clone(), cfg.metadata.request_timeout);
-    let mut tasks: JoinSet<Task> = JoinSet::new();
+/// Serves `/healthz`, `/readyz` (OpenStack session up) and `/metrics` over HTTPS.
+async fn spawn_server(
+    tasks: &mut JoinSet<Task>,
+    (bind_address, secure_port): (IpAddr, u16),
+    files: Option<(&Path, &Path)>,
+    cloud: &Arc<OpenStack>,
+    metrics: &Arc<Metrics>,
+) -> anyhow::Result<()> {
+    let tls = server::tls_config(files, bind_address)?;
+    let listener = TcpListener::bind((bind_address, secure_port))
+        .await
+        .with_context(|| format!("cannot listen on {bind_address}:{secure_port}"))?;
+    tracing::info!(address = %listener.local_addr()?, "serving /healthz /readyz /metrics over HTTPS");
+    let ready = cloud.clone();
+    let health =
+        server::Health { ready: Arc::new(move || ready.ready()), metrics: metrics.clone() };
+    tasks.spawn(async move {
+        ("server", Err(server::serve(listener, tls, server::router(health)).await.into()))
+    });
+    Ok(())
+}
 
-    if secure_port != 0 {
-        let files = tls_cert_file.as_deref().zip(tls_private_key_file.as_deref());
-        let tls = server::tls_config(files, bind_address)?;
-        let listener = TcpListener::bind((bind_address, secure_port))
-            .await
-            .with_context(|| format!("cannot listen on {bind_address}:{secure_port}"))?;
-        tracing::info!(address = %listener.local_addr()?, "serving /healthz /readyz /metrics over HTTPS");
-        let ready = cloud.clone();
-        let health =
-            server::Health { ready: Arc::new(move || ready.ready()), metrics: metrics.clone() };
-        tasks.spawn(async move {
-            ("server", Err(server::serve(listener, tls, server::router(health)).await.into()))
-        });
-    }
+/// Keeps the OpenStack session up (a task) and builds the rate-limited Kubernetes client.
+async fn clients(
+    tasks: &mut JoinSet<Task>,
+    cloud: &Arc<OpenStack>,
+    kubeconfig: Option<&Path>,
+    kube_api_qps: f32,
+    kube_api_burst: u32,
+) -> anyhow::Result<kube::Client> {
     let connector = cloud.clone();
     tasks.spawn(async move {
         connector.keep_connected().await;
         ("openstack-connect", Ok(()))
     });
-
     let limit = k8s::RateLimit::from_flags(kube_api_qps, kube_api_burst);
     match limit {
         Some(l) => tracing::info!(qps = l.qps(), burst = l.burst(), "Kubernetes API rate limit"),
         None => tracing::info!(qps = kube_api_qps, "Kubernetes API rate limit off (negative qps)"),
     }
-    let client = k8s::client(kubeconfig.as_deref(), limit).await?;
-    match (&cfg.global.secret_name, &cfg.global.secret_namespace) {
+    Ok(k8s::client(kubeconfig, limit).await?)
+}
+
+/// Feeds credentials to the cloud: from the watched Secret when cloud.conf names one, else by
+/// re-reading cloud.conf and clouds.yaml every [`RELOAD_PERIOD`].
+fn spawn_credentials(
+    tasks: &mut JoinSet<Task>,
+    loaded: Loaded,
+    client: &kube::Client,
+    cloud: &Arc<OpenStack>,
+) {
+    let Loaded { path, search, checked, config } = loaded;
+    let target = cloud.clone();
+    let apply = move |c| target.set_credentials(c);
+    match (config.global.secret_name, config.global.secret_namespace) {
         (Some(name), Some(namespace)) => {
-            let (client, name, namespace, target) =
-                (client.clone(), name.clone(), namespace.clone(), cloud.clone());
-            let base = checked.values.clone();
+            let client = client.clone();
             tasks.spawn(async move {
-                k8s::secret::watch(client, namespace, name, base, move |c| {
-                    target.set_credentials(c)
-                })
-                .await;
+                k8s::secret::watch(client, namespace, name, checked.values, apply).await;
                 ("secret-watch", Ok(()))
             });
         }
         _ => {
-            let target = cloud.clone();
             tasks.spawn(async move {
-                let apply = move |c| target.set_credentials(c);
                 config::reload::watch(path, search, RELOAD_PERIOD, apply).await;
                 ("config-reload", Ok(()))
             });
         }
     }
+}
 
-    let (leading_tx, leading_rx) = watch::channel(!leader_elect);
-    let mut release = None;
-    if leader_elect {
-        let settings = leader::Settings {
-            namespace: leader_elect_resource_namespace,
-            name: leader_elect_resource_name,
-            identity: env.identity,
-            lease_duration: leader_elect_lease_duration,
-            renew_deadline: leader_elect_renew_deadline,
-            retry_period: leader_elect_retry_period,
-        };
-        release = Some(leader::Elector::new(client.clone(), settings.clone()));
-        let mut elector = leader::Elector::new(client.clone(), settings);
-        let metrics = metrics.clone();
-        tasks.spawn(async move {
-            elector.acquire().await;
-            metrics.set_leader(true);
-            let _ = leading_tx.send(true);
-            let lost = elector.hold().await;
-            metrics.set_leader(false);
-            ("leader", Err(lost.into()))
-        });
-    } else {
+/// Elects a leader when `settings` is given: the receiver turns true once this process
+/// leads (at once without election); the second elector releases the lease at shutdown.
+fn spawn_leader(
+    tasks: &mut JoinSet<Task>,
+    client: &kube::Client,
+    settings: Option<leader::Settings>,
+    metrics: &Arc<Metrics>,
+) -> (watch::Receiver<bool>, Option<leader::Elector>) {
+    let (leading_tx, leading_rx) = watch::channel(settings.is_none());
+    let Some(settings) = settings else {
         drop(leading_tx);
-    }
+        return (leading_rx, None);
+    };
+    let release = leader::Elector::new(client.clone(), settings.clone());
+    let mut elector = leader::Elector::new(client.clone(), settings);
+    let metrics = metrics.clone();
+    tasks.spawn(async move {
+        elector.acquire().await;
+        metrics.set_leader(true);
+        let _ = leading_tx.send(true);
+        let lost = elector.hold().await;
+        metrics.set_leader(false);
+        ("leader", Err(lost.into()))
+    });
+    (leading_rx, Some(release))
+}
 
-    let nodes_api: Api<Node> = Api::all(client.clone());
-    let controller = Controller::new(nodes_api, watcher::Config::default()).with_config(
-        kube::runtime::controller::Config::default()
-            .concurrency(u16::try_from(concurrent_node_syncs).unwrap_or(u16::MAX)),
-    );
-    let mut ctx = Context::new(client, cloud, metrics, cfg.networking.clone(), controller.store());
-    ctx.regional = env.regional;
+/// What the controllers task runs and how often.
+struct Plan {
+    controllers: Controllers,
+    concurrency: u16,
+    refresh_period: Duration,
+    monitor_period: Duration,
+    regional: bool,
+    networking: Networking,
+}
+
+/// The clients and registry the controllers share.
+struct Clients {
+    kube: kube::Client,
+    cloud: Arc<OpenStack>,
+    metrics: Arc<Metrics>,
+}
+
+/// Once leading and logged in to OpenStack: the node watch (which feeds the cache both
+/// controllers read), `cloud-node`'s address refresh and `cloud-node-lifecycle`.
+fn spawn_controllers(
+    tasks: &mut JoinSet<Task>,
+    clients: Clients,
+    plan: Plan,
+    mut leading: watch::Receiver<bool>,
+) {
+    let Plan { controllers, concurrency, refresh_period, monitor_period, regional, networking } =
+        plan;
+    let Clients { kube, cloud, metrics } = clients;
+    let nodes_api: Api<Node> = Api::all(kube.clone());
+    let controller = Controller::new(nodes_api, watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
+    let mut ctx = Context::new(kube, cloud, metrics, networking, controller.store());
+    ctx.regional = regional;
     ctx.initialize = controllers.node;
     let ctx = Arc::new(ctx);
     let mut connected = ctx.cloud.subscribe_ready();
     tasks.spawn(async move {
-        let mut leading = leading_rx;
         if leading.wait_for(|l| *l).await.is_err() && !*leading.borrow() {
             return ("controllers", Err(anyhow::anyhow!("leader election ended before starting")));
         }
@@ -195,14 +302,14 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
             controller.run(node::reconcile, node::error_policy, ctx.clone()).for_each(|_| async {});
         let refresh = async {
             if controllers.node {
-                node::refresh_loop(ctx.clone(), node_status_update_frequency).await;
+                node::refresh_loop(ctx.clone(), refresh_period).await;
             } else {
                 std::future::pending::<()>().await;
             }
         };
         let lifecycle = async {
             if controllers.lifecycle {
-                lifecycle::run(ctx.clone(), node_monitor_period).await;
+                lifecycle::run(ctx.clone(), monitor_period).await;
             } else {
                 std::future::pending::<()>().await;
             }
@@ -210,10 +317,16 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         tokio::select! {
             () = watch => ("node-watch", Ok(())),
             () = refresh => ("cloud-node-refresh", Ok(())),
-            () = lifecycle => ("cloud-node-lifecycle", Ok(())),
+            () = lifecycle => (ControllerName::CloudNodeLifecycle.as_str(), Ok(())),
         }
     });
+}
 
+/// Waits for a signal (Ok, after releasing the lease) or for any task to end (always Err).
+async fn supervise(
+    mut tasks: JoinSet<Task>,
+    release: Option<leader::Elector>,
+) -> anyhow::Result<()> {
     tokio::select! {
         joined = tasks.join_next() => {
             let (name, result) = match joined {

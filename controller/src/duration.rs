@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Parses a Go duration; the unit is required except for a plain `0`.
-pub fn parse(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text == "0" {
         return Ok(Duration::ZERO);
@@ -45,7 +45,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
 }
 
 /// Writes a duration the way Go prints simple ones (`15s`, `5m0s`, `100ms`).
-pub fn format(duration: Duration) -> String {
+pub(crate) fn format(duration: Duration) -> String {
     let millis = duration.as_millis();
     if !millis.is_multiple_of(1000) {
         return format!("{millis}ms");

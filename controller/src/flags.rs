@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser};
 
+use crate::controllers::ControllerName;
+
 /// What the command line asked for. Parsing fails naming the flag on an unknown flag or bad value.
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -16,7 +18,7 @@ use clap::{ArgAction, Parser};
 pub struct Flags {
     /// Cloud provider name; only `openstack`.
     #[arg(long = "cloud-provider", value_name = "NAME", value_parser = cloud_provider, required_unless_present = "check_config")]
-    pub cloud_provider: Option<String>,
+    pub(crate) cloud_provider: Option<String>,
 
     /// Path to cloud.conf.
     #[arg(long = "cloud-config", value_name = "FILE")]
@@ -30,27 +32,27 @@ pub struct Flags {
 
     /// Path to a kubeconfig; default: in-cluster config.
     #[arg(long = "kubeconfig", value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
+    pub(crate) kubeconfig: Option<PathBuf>,
 
     /// Controllers to run: `*`, `cloud-node`, `cloud-node-lifecycle`, `-name` disables.
-    #[arg(long = "controllers", value_name = "LIST", value_delimiter = ',', default_value = "*", value_parser = controller_name)]
-    pub controllers: Vec<String>,
+    #[arg(long = "controllers", value_name = "LIST", value_delimiter = ',', default_value = "*", value_parser = controller_selector)]
+    pub(crate) controllers: Vec<ControllerSelector>,
 
     /// Elect a leader on a Lease before running controllers.
     #[arg(long = "leader-elect", value_name = "BOOL", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
-    pub leader_elect: bool,
+    pub(crate) leader_elect: bool,
 
     /// Lease duration for non-leaders.
     #[arg(long = "leader-elect-lease-duration", value_name = "DURATION", default_value = "15s", value_parser = go_duration)]
-    pub leader_elect_lease_duration: Duration,
+    pub(crate) leader_elect_lease_duration: Duration,
 
     /// How long the leader retries renewing before giving up.
     #[arg(long = "leader-elect-renew-deadline", value_name = "DURATION", default_value = "10s", value_parser = go_duration)]
-    pub leader_elect_renew_deadline: Duration,
+    pub(crate) leader_elect_renew_deadline: Duration,
 
     /// Wait between acquire or renew attempts.
     #[arg(long = "leader-elect-retry-period", value_name = "DURATION", default_value = "2s", value_parser = go_duration)]
-    pub leader_elect_retry_period: Duration,
+    pub(crate) leader_elect_retry_period: Duration,
 
     /// Namespace of the Lease.
     #[arg(
@@ -58,7 +60,7 @@ pub struct Flags {
         value_name = "NS",
         default_value = "kube-system"
     )]
-    pub leader_elect_resource_namespace: String,
+    pub(crate) leader_elect_resource_namespace: String,
 
     /// Name of the Lease.
     #[arg(
@@ -66,47 +68,47 @@ pub struct Flags {
         value_name = "NAME",
         default_value = "cloud-controller-manager"
     )]
-    pub leader_elect_resource_name: String,
+    pub(crate) leader_elect_resource_name: String,
 
     /// Only `leases` is supported (accepted for compatibility).
     #[arg(long = "leader-elect-resource-lock", value_name = "KIND", default_value = "leases", value_parser = ["leases"])]
-    pub leader_elect_resource_lock: String,
+    pub(crate) leader_elect_resource_lock: String,
 
     /// Address of /healthz, /readyz and /metrics.
     #[arg(long = "bind-address", value_name = "IP", default_value = "0.0.0.0")]
-    pub bind_address: IpAddr,
+    pub(crate) bind_address: IpAddr,
 
     /// HTTPS port of /healthz, /readyz and /metrics; 0 disables.
     #[arg(long = "secure-port", value_name = "PORT", default_value_t = 10258)]
-    pub secure_port: u16,
+    pub(crate) secure_port: u16,
 
     /// Serving certificate (PEM); default: a self-signed one.
     #[arg(long = "tls-cert-file", value_name = "FILE", requires = "tls_private_key_file")]
-    pub tls_cert_file: Option<PathBuf>,
+    pub(crate) tls_cert_file: Option<PathBuf>,
 
     /// Serving key (PEM).
     #[arg(long = "tls-private-key-file", value_name = "FILE", requires = "tls_cert_file")]
-    pub tls_private_key_file: Option<PathBuf>,
+    pub(crate) tls_private_key_file: Option<PathBuf>,
 
     /// Cluster name (accepted; used in logs).
     #[arg(long = "cluster-name", value_name = "NAME", default_value = "kubernetes")]
-    pub cluster_name: String,
+    pub(crate) cluster_name: String,
 
     /// Accepted for compatibility; this controller uses one client identity.
     #[arg(long = "use-service-account-credentials", value_name = "BOOL", default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
-    pub use_service_account_credentials: bool,
+    pub(crate) use_service_account_credentials: bool,
 
     /// Nodes initialized in parallel.
     #[arg(long = "concurrent-node-syncs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub concurrent_node_syncs: u32,
+    pub(crate) concurrent_node_syncs: u32,
 
     /// Period of the address refresh of all nodes (one server list per period).
     #[arg(long = "node-status-update-frequency", value_name = "DURATION", default_value = "5m", value_parser = go_duration)]
-    pub node_status_update_frequency: Duration,
+    pub(crate) node_status_update_frequency: Duration,
 
     /// Period of the lifecycle check of NotReady nodes.
     #[arg(long = "node-monitor-period", value_name = "DURATION", default_value = "5s", value_parser = go_duration)]
-    pub node_monitor_period: Duration,
+    pub(crate) node_monitor_period: Duration,
 
     /// Kubernetes API requests per second, on average.
     ///
@@ -119,17 +121,17 @@ pub struct Flags {
         default_value_t = 20.0,
         allow_negative_numbers = true
     )]
-    pub kube_api_qps: f32,
+    pub(crate) kube_api_qps: f32,
 
     /// Kubernetes API requests sent at once before --kube-api-qps paces them.
     ///
     /// The token bucket's size; 0 means client-go's default (10).
     #[arg(long = "kube-api-burst", value_name = "N", default_value_t = 30)]
-    pub kube_api_burst: u32,
+    pub(crate) kube_api_burst: u32,
 
     /// Upstream flags this controller accepts and ignores (logged at start).
     #[command(flatten)]
-    pub ignored: Ignored,
+    pub(crate) ignored: Ignored,
 
     /// Log verbosity (0–10); `RUST_LOG` overrides.
     #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
@@ -140,48 +142,48 @@ pub struct Flags {
 /// (no route or service controller, no profiling endpoint, no feature gates); accepted so the
 /// binary is a drop-in, and each one given is named in a warning at start.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct Ignored {
+pub(crate) struct Ignored {
     /// Accepted and ignored (no route controller).
     #[arg(long = "configure-cloud-routes", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
-    pub configure_cloud_routes: Option<bool>,
+    pub(crate) configure_cloud_routes: Option<bool>,
     /// Accepted and ignored (no route controller).
     #[arg(long = "allocate-node-cidrs", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
-    pub allocate_node_cidrs: Option<bool>,
+    pub(crate) allocate_node_cidrs: Option<bool>,
     /// Accepted and ignored.
     #[arg(long = "cluster-cidr", value_name = "CIDR")]
-    pub cluster_cidr: Option<String>,
+    pub(crate) cluster_cidr: Option<String>,
     /// Accepted and ignored.
     #[arg(long = "feature-gates", value_name = "LIST")]
-    pub feature_gates: Option<String>,
+    pub(crate) feature_gates: Option<String>,
     /// Accepted and ignored (rustls uses its safe defaults).
     #[arg(long = "tls-cipher-suites", value_name = "LIST")]
-    pub tls_cipher_suites: Option<String>,
+    pub(crate) tls_cipher_suites: Option<String>,
     /// Accepted and ignored (rustls offers TLS 1.2 and 1.3).
     #[arg(long = "tls-min-version", value_name = "VERSION")]
-    pub tls_min_version: Option<String>,
+    pub(crate) tls_min_version: Option<String>,
     /// Accepted and ignored (no service controller).
     #[arg(long = "concurrent-service-syncs", value_name = "N", value_parser = clap::value_parser!(u32))]
-    pub concurrent_service_syncs: Option<u32>,
+    pub(crate) concurrent_service_syncs: Option<u32>,
     /// Accepted and ignored (address refresh is one batch).
     #[arg(long = "concurrent-node-status-updates", value_name = "N", value_parser = clap::value_parser!(u32))]
-    pub concurrent_node_status_updates: Option<u32>,
+    pub(crate) concurrent_node_status_updates: Option<u32>,
     /// Accepted and ignored.
     #[arg(long = "min-resync-period", value_name = "DURATION", value_parser = go_duration)]
-    pub min_resync_period: Option<Duration>,
+    pub(crate) min_resync_period: Option<Duration>,
     /// Accepted and ignored (no profiling endpoint).
     #[arg(long = "profiling", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
-    pub profiling: Option<bool>,
+    pub(crate) profiling: Option<bool>,
     /// Accepted and ignored.
     #[arg(long = "authentication-kubeconfig", value_name = "FILE")]
-    pub authentication_kubeconfig: Option<PathBuf>,
+    pub(crate) authentication_kubeconfig: Option<PathBuf>,
     /// Accepted and ignored.
     #[arg(long = "authorization-kubeconfig", value_name = "FILE")]
-    pub authorization_kubeconfig: Option<PathBuf>,
+    pub(crate) authorization_kubeconfig: Option<PathBuf>,
 }
 
 impl Ignored {
     /// The names of the ignored flags that were given.
-    pub fn given(&self) -> Vec<&'static str> {
+    pub(crate) fn given(&self) -> Vec<&'static str> {
         let Self {
             configure_cloud_routes,
             allocate_node_cidrs,
@@ -216,31 +218,48 @@ impl Ignored {
     }
 }
 
+/// One item of `--controllers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ControllerSelector {
+    /// `*`: the default controllers.
+    All,
+    /// `name`: enable it.
+    Enable(ControllerName),
+    /// `-name`: disable it.
+    Disable(ControllerName),
+}
+
 /// Which controllers run, resolved from `--controllers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Controllers {
+pub(crate) struct Controllers {
     /// `cloud-node`.
-    pub node: bool,
+    pub(crate) node: bool,
     /// `cloud-node-lifecycle`.
-    pub lifecycle: bool,
+    pub(crate) lifecycle: bool,
 }
 
 impl Flags {
     /// Resolves `--controllers` as upstream: `*` enables the defaults, `-name` disables, a name enables.
-    pub fn controllers(&self) -> Controllers {
-        let star = self.controllers.iter().any(|c| c == "*");
-        let pick = |name: &str| {
-            let on = self.controllers.iter().any(|c| c == name);
-            let off = self.controllers.iter().any(|c| c.strip_prefix('-') == Some(name));
+    pub(crate) fn controllers(&self) -> Controllers {
+        let star = self.controllers.contains(&ControllerSelector::All);
+        let pick = |name: ControllerName| {
+            let on = self.controllers.contains(&ControllerSelector::Enable(name));
+            let off = self.controllers.contains(&ControllerSelector::Disable(name));
             !off && (on || star)
         };
-        Controllers { node: pick("cloud-node"), lifecycle: pick("cloud-node-lifecycle") }
+        Controllers {
+            node: pick(ControllerName::CloudNode),
+            lifecycle: pick(ControllerName::CloudNodeLifecycle),
+        }
     }
 
     /// Controllers named that this binary does not implement (`service`, `route`).
-    pub fn unsupported_controllers(&self) -> Vec<&str> {
-        let names = self.controllers.iter().map(String::as_str);
-        names.filter(|c| matches!(*c, "service" | "route")).collect()
+    pub(crate) fn unsupported_controllers(&self) -> Vec<ControllerName> {
+        let enabled = self.controllers.iter().filter_map(|c| match c {
+            ControllerSelector::Enable(name) => Some(*name),
+            _ => None,
+        });
+        enabled.filter(|name| !name.is_implemented()).collect()
     }
 }
 
@@ -252,16 +271,21 @@ fn cloud_provider(value: &str) -> Result<String, String> {
     }
 }
 
-const CONTROLLER_NAMES: &[&str] = &["*", "cloud-node", "cloud-node-lifecycle", "service", "route"];
-
-fn controller_name(value: &str) -> Result<String, String> {
-    let name = value.strip_prefix('-').unwrap_or(value);
-    if name != "*" && CONTROLLER_NAMES.contains(&name) || value == "*" {
-        Ok(value.to_owned())
-    } else {
-        Err(format!(
-            "unknown controller {value:?} (known: *, cloud-node, cloud-node-lifecycle, service, route)"
-        ))
+fn controller_selector(value: &str) -> Result<ControllerSelector, String> {
+    if value == "*" {
+        return Ok(ControllerSelector::All);
+    }
+    let (disable, name) = match value.strip_prefix('-') {
+        Some(name) => (true, name),
+        None => (false, value),
+    };
+    match name.parse::<ControllerName>() {
+        Ok(name) if disable => Ok(ControllerSelector::Disable(name)),
+        Ok(name) => Ok(ControllerSelector::Enable(name)),
+        Err(_) => {
+            let known: Vec<&str> = ControllerName::ALL.iter().map(|n| n.as_str()).collect();
+            Err(format!("unknown controller {value:?} (known: *, {})", known.join(", ")))
+        }
     }
 }
 
@@ -370,6 +394,6 @@ mod tests {
     fn only_named_controllers_run_without_star() {
         let f = parse(&["--cloud-provider=openstack", "--controllers=cloud-node,route"]).unwrap();
         assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false });
-        assert_eq!(f.unsupported_controllers(), vec!["route"]);
+        assert_eq!(f.unsupported_controllers(), vec![ControllerName::Route]);
     }
 }

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 /// An error of one acquire/renew attempt.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// The API call failed.
     #[error("lease {name}: API call failed")]
     Api {
@@ -36,24 +36,24 @@ pub enum Error {
 
 /// Timing and identity.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Lease namespace.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// Lease name.
-    pub name: String,
+    pub(crate) name: String,
     /// This process's identity (`holderIdentity`).
-    pub identity: String,
+    pub(crate) identity: String,
     /// `--leader-elect-lease-duration`.
-    pub lease_duration: Duration,
+    pub(crate) lease_duration: Duration,
     /// `--leader-elect-renew-deadline`.
-    pub renew_deadline: Duration,
+    pub(crate) renew_deadline: Duration,
     /// `--leader-elect-retry-period`.
-    pub retry_period: Duration,
+    pub(crate) retry_period: Duration,
 }
 
 /// One candidate.
 #[derive(Debug)]
-pub struct Elector {
+pub(crate) struct Elector {
     api: Api<Lease>,
     settings: Settings,
     /// The last record seen (holder, renewTime text) and when it was seen.
@@ -62,13 +62,13 @@ pub struct Elector {
 
 impl Elector {
     /// A candidate for the Lease in `settings`.
-    pub fn new(client: kube::Client, settings: Settings) -> Self {
+    pub(crate) fn new(client: kube::Client, settings: Settings) -> Self {
         let api = Api::namespaced(client, &settings.namespace);
         Elector { api, settings, observed: None }
     }
 
     /// Waits until this process holds the lease.
-    pub async fn acquire(&mut self) {
+    pub(crate) async fn acquire(&mut self) {
         loop {
             match self.try_acquire_or_renew().await {
                 Ok(true) => {
@@ -85,7 +85,7 @@ impl Elector {
     }
 
     /// Renews every retry period; returns when the lease could not be renewed within the deadline.
-    pub async fn hold(&mut self) -> Error {
+    pub(crate) async fn hold(&mut self) -> Error {
         let mut last_renew = Instant::now();
         loop {
             tokio::time::sleep(self.settings.retry_period).await;
@@ -112,7 +112,7 @@ impl Elector {
 
     /// Gives the lease up if this process holds it (client-go's `ReleaseOnCancel`), so the
     /// next candidate need not wait a lease duration.
-    pub async fn release(&self) -> Result<bool, Error> {
+    pub(crate) async fn release(&self) -> Result<bool, Error> {
         let s = &self.settings;
         let api_error = |source| Error::Api { name: s.name.clone(), source };
         let Some(mut lease) = self.api.get_opt(&s.name).await.map_err(api_error)? else {
@@ -134,7 +134,7 @@ impl Elector {
     }
 
     /// One client-go style attempt: create, take over an expired lease, or renew our own.
-    pub async fn try_acquire_or_renew(&mut self) -> Result<bool, Error> {
+    pub(crate) async fn try_acquire_or_renew(&mut self) -> Result<bool, Error> {
         let s = &self.settings;
         let api_error = |source| Error::Api { name: s.name.clone(), source };
         let now = MicroTime(jiff::Timestamp::now());
@@ -254,7 +254,9 @@ mod tests {
             fake.client(),
             Settings { retry_period: Duration::from_millis(20), ..settings("a") },
         );
-        a.acquire().await;
+        tokio::time::timeout(Duration::from_secs(10), a.acquire())
+            .await
+            .expect("the free lease is acquired within 10 s");
         fake.patch(
             "coordination.k8s.io/v1",
             "leases",
@@ -262,7 +264,9 @@ mod tests {
             "cloud-controller-manager",
             serde_json::json!({"spec": {"holderIdentity": "intruder", "renewTime": "2030-01-01T00:00:00.000000Z"}}),
         );
-        let lost = tokio::time::timeout(Duration::from_secs(10), a.hold()).await.unwrap();
+        let lost = tokio::time::timeout(Duration::from_secs(10), a.hold())
+            .await
+            .expect("the lost lease is noticed within 10 s");
         assert!(matches!(lost, Error::Lost { .. }), "{lost}");
     }
 }

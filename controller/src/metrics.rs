@@ -10,33 +10,35 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::controllers::ControllerName;
+
 /// Labels of one OpenStack call; values are fixed strings, never object data.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CallLabels {
+pub(crate) struct CallLabels {
     /// `compute`, `network`, `identity`.
-    pub service: &'static str,
+    pub(crate) service: &'static str,
     /// `server_get`, `server_list`, `port_list`, …
-    pub operation: &'static str,
+    pub(crate) operation: &'static str,
     /// `ok` or an error kind.
-    pub result: &'static str,
+    pub(crate) result: &'static str,
 }
 
 /// Labels of a call's latency.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OperationLabels {
+pub(crate) struct OperationLabels {
     /// Service.
-    pub service: &'static str,
+    pub(crate) service: &'static str,
     /// Operation.
-    pub operation: &'static str,
+    pub(crate) operation: &'static str,
 }
 
 /// Labels of a reconcile outcome.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ReconcileLabels {
+pub(crate) struct ReconcileLabels {
     /// `cloud-node` or `cloud-node-lifecycle`.
-    pub controller: &'static str,
+    pub(crate) controller: &'static str,
     /// `initialized`, `deleted`, `tainted`, `error_<kind>`, …
-    pub result: &'static str,
+    pub(crate) result: &'static str,
 }
 
 /// Every metric, and the registry that encodes them.
@@ -92,7 +94,7 @@ impl Metrics {
     }
 
     /// Counts one OpenStack call.
-    pub fn call(
+    pub(crate) fn call(
         &self,
         service: &'static str,
         operation: &'static str,
@@ -105,8 +107,9 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// How many calls were counted with these labels (for tests and logs).
-    pub fn calls(
+    /// How many calls were counted with these labels.
+    #[cfg(test)]
+    pub(crate) fn calls(
         &self,
         service: &'static str,
         operation: &'static str,
@@ -116,22 +119,23 @@ impl Metrics {
     }
 
     /// Counts one reconcile outcome.
-    pub fn reconcile(&self, controller: &'static str, result: &'static str) {
-        self.reconciles.get_or_create(&ReconcileLabels { controller, result }).inc();
+    pub(crate) fn reconcile(&self, controller: ControllerName, result: &'static str) {
+        let labels = ReconcileLabels { controller: controller.as_str(), result };
+        self.reconciles.get_or_create(&labels).inc();
     }
 
     /// Records whether the OpenStack session is up.
-    pub fn set_connected(&self, up: bool) {
+    pub(crate) fn set_connected(&self, up: bool) {
         self.openstack_connected.set(i64::from(up));
     }
 
     /// Records leadership.
-    pub fn set_leader(&self, leader: bool) {
+    pub(crate) fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
     }
 
     /// OpenMetrics text.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

@@ -19,7 +19,7 @@ use crate::metrics::Metrics;
 
 /// An error setting up TLS.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// A certificate or key file could not be read.
     #[error("cannot read {path}")]
     Pem {
@@ -39,11 +39,11 @@ pub enum Error {
 
 /// What the endpoints report.
 #[derive(Clone)]
-pub struct Health {
+pub(crate) struct Health {
     /// Readiness: OpenStack session established (and credentials loaded).
-    pub ready: Arc<dyn Fn() -> bool + Send + Sync>,
+    pub(crate) ready: Arc<dyn Fn() -> bool + Send + Sync>,
     /// The metrics registry.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Health {
@@ -53,7 +53,7 @@ impl std::fmt::Debug for Health {
 }
 
 /// The routes.
-pub fn router(health: Health) -> Router {
+pub(crate) fn router(health: Health) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -77,7 +77,7 @@ async fn metrics(State(health): State<Health>) -> impl IntoResponse {
 }
 
 /// TLS settings: the given PEM files, or a fresh self-signed certificate for `localhost` and `bind`.
-pub fn tls_config(
+pub(crate) fn tls_config(
     files: Option<(&Path, &Path)>,
     bind: IpAddr,
 ) -> Result<Arc<rustls::ServerConfig>, Error> {
@@ -114,7 +114,7 @@ fn pem(path: &Path) -> impl Fn(rustls::pki_types::pem::Error) -> Error + '_ {
 }
 
 /// Serves HTTPS until accepting fails; each connection runs in its own task.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     router: Router,
@@ -160,7 +160,12 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let tls = tls_config(None, addr.ip()).unwrap();
         tokio::spawn(serve(listener, tls, router(health)));
-        let client = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
+        // Every request is bounded: a server that stops answering fails the test, not hangs it.
+        let client = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .unwrap();
         let get = |path: &str| client.get(format!("https://{addr}{path}")).send();
         assert_eq!(get("/healthz").await.unwrap().status(), 200);
         assert_eq!(get("/readyz").await.unwrap().status(), 503);
@@ -168,7 +173,7 @@ mod tests {
         assert_eq!(get("/readyz").await.unwrap().status(), 200);
         let text = get("/metrics").await.unwrap().text().await.unwrap();
         assert!(text.contains("occm_openstack_api_requests_total{service=\"compute\",operation=\"server_get\",result=\"ok\"} 1"), "{text}");
-        let plain = reqwest::get(format!("http://{addr}/healthz")).await;
+        let plain = client.get(format!("http://{addr}/healthz")).send().await;
         assert!(
             plain.is_err() || !plain.unwrap().status().is_success(),
             "plain HTTP is not served"

@@ -190,6 +190,6 @@ mod tests {
     #[tokio::test]
     async fn keystone_unreachable_is_a_call_error_not_an_auth_error() {
         let err = connect(&password(), Duration::from_secs(1)).await.unwrap_err();
-        assert_eq!(err.kind(), "connection");
+        assert_eq!(err.kind().as_str(), "connection");
     }
 }

@@ -51,20 +51,66 @@ pub enum Error {
     },
 }
 
-impl Error {
+/// What kind of failure an [`Error`] is; [`ErrorKind::as_str`] is its metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// [`Error::NotFound`].
+    NotFound,
+    /// [`Error::Ambiguous`].
+    Ambiguous,
+    /// [`Error::NotConnected`].
+    NotConnected,
+    /// [`Error::Credentials`].
+    Credentials,
+    /// [`Error::Auth`].
+    Auth,
+    /// A call that got no answer in time.
+    Timeout,
+    /// A call answered with a 5xx.
+    ServerError,
+    /// A call that could not connect or read the answer.
+    Connection,
+    /// Any other failed call.
+    Other,
+}
+
+impl ErrorKind {
     /// A fixed label for metrics and logs (never object data).
-    pub fn kind(&self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Error::NotFound { .. } => "not_found",
-            Error::Ambiguous { .. } => "ambiguous",
-            Error::NotConnected { .. } => "not_connected",
-            Error::Credentials(_) => "credentials",
-            Error::Auth(_) => "auth",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Ambiguous => "ambiguous",
+            ErrorKind::NotConnected => "not_connected",
+            ErrorKind::Credentials => "credentials",
+            ErrorKind::Auth => "auth",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::ServerError => "server_error",
+            ErrorKind::Connection => "connection",
+            ErrorKind::Other => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// The kind, for metric labels and retry decisions.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::Ambiguous { .. } => ErrorKind::Ambiguous,
+            Error::NotConnected { .. } => ErrorKind::NotConnected,
+            Error::Credentials(_) => ErrorKind::Credentials,
+            Error::Auth(_) => ErrorKind::Auth,
             Error::Call { source, .. } => match source.kind() {
-                osauth::ErrorKind::OperationTimedOut => "timeout",
-                osauth::ErrorKind::InternalServerError => "server_error",
-                osauth::ErrorKind::ProtocolError => "connection",
-                _ => "error",
+                osauth::ErrorKind::OperationTimedOut => ErrorKind::Timeout,
+                osauth::ErrorKind::InternalServerError => ErrorKind::ServerError,
+                osauth::ErrorKind::ProtocolError => ErrorKind::Connection,
+                _ => ErrorKind::Other,
             },
         }
     }

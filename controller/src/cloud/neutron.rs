@@ -38,7 +38,7 @@ struct PortsRoot {
 
 /// Ports of one server (`device_id`) or, with `None`, every port of the project bound to a
 /// compute instance (one call per resync, grouped by the caller).
-pub async fn list_ports(
+pub(crate) async fn list_ports(
     session: &Session,
     device_id: Option<&str>,
 ) -> Result<Vec<Port>, osauth::Error> {

@@ -7,7 +7,7 @@ use osauth::{ApiVersion, Session};
 use serde::Deserialize;
 
 /// The microversion that embeds the flavor (with `original_name`) in the server body.
-pub const MICROVERSION: ApiVersion = ApiVersion(2, 47);
+pub(crate) const MICROVERSION: ApiVersion = ApiVersion(2, 47);
 
 /// Page size of the server list.
 const PAGE: usize = 1000;
@@ -87,14 +87,14 @@ struct FlavorBody {
 }
 
 /// `GET /servers/{id}`.
-pub async fn get_server(session: &Session, id: &str) -> Result<Server, osauth::Error> {
+pub(crate) async fn get_server(session: &Session, id: &str) -> Result<Server, osauth::Error> {
     let root: ServerRoot =
         session.get(COMPUTE, &["servers", id]).api_version(MICROVERSION).fetch().await?;
     Ok(root.server)
 }
 
 /// `GET /servers/detail?name=^<name>$`, then an exact-name filter (Nova's filter is a regex).
-pub async fn find_servers_by_name(
+pub(crate) async fn find_servers_by_name(
     session: &Session,
     name: &str,
 ) -> Result<Vec<Server>, osauth::Error> {
@@ -109,7 +109,7 @@ pub async fn find_servers_by_name(
 }
 
 /// Every server of the project, paged by marker.
-pub async fn list_servers(session: &Session) -> Result<Vec<Server>, osauth::Error> {
+pub(crate) async fn list_servers(session: &Session) -> Result<Vec<Server>, osauth::Error> {
     let mut all = Vec::new();
     let mut marker: Option<String> = None;
     loop {
@@ -133,13 +133,13 @@ pub async fn list_servers(session: &Session) -> Result<Vec<Server>, osauth::Erro
 }
 
 /// `GET /flavors/{id}` → name (only for Nova older than 2.47).
-pub async fn flavor_name(session: &Session, id: &str) -> Result<String, osauth::Error> {
+pub(crate) async fn flavor_name(session: &Session, id: &str) -> Result<String, osauth::Error> {
     let root: FlavorRoot = session.get(COMPUTE, &["flavors", id]).fetch().await?;
     Ok(root.flavor.name)
 }
 
 /// Escapes regex metacharacters (Nova matches `name` as a regular expression).
-pub fn regex_escape(text: &str) -> String {
+pub(crate) fn regex_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if "\\.+*?()|[]{}^$#&-~".contains(c) {

@@ -7,7 +7,7 @@ use ccm_formats::clouds_yaml::{CloudEntry, CloudsFile};
 use super::{Checked, Diagnostic, Severity, Values};
 
 /// The cloud read when neither `[Global] cloud` nor the Secret names one.
-pub const DEFAULT_CLOUD: &str = "openstack";
+pub(crate) const DEFAULT_CLOUD: &str = "openstack";
 
 /// Where clouds.yaml is looked for when `clouds-file` is empty (gophercloud's order, after
 /// `OS_CLIENT_CONFIG_FILE`, which the caller passes in).
@@ -68,7 +68,7 @@ pub fn merge_entry(values: &mut Values, entry: &CloudEntry) {
 
 /// Applies `use-clouds`: reads the file (given, or the first found in `search`) and merges the
 /// entry. Problems become error diagnostics naming the file.
-pub fn apply_use_clouds(checked: &mut Checked, search: &[PathBuf]) {
+pub(crate) fn apply_use_clouds(checked: &mut Checked, search: &[PathBuf]) {
     let values = &checked.values;
     if values.get("Global", "use-clouds").is_none_or(|v| v != "true") {
         return;

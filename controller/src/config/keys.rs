@@ -30,9 +30,9 @@ pub struct Key {
     /// Value kind.
     pub kind: Kind,
     /// Upstream default (`None` = empty).
-    pub default: Option<&'static str>,
+    pub(crate) default: Option<&'static str>,
     /// Printed as `<redacted>`.
-    pub secret: bool,
+    pub(crate) secret: bool,
 }
 
 const fn k(section: &'static str, name: &'static str, kind: Kind) -> Key {
@@ -132,7 +132,7 @@ pub const KEYS: &[Key] = &[
 pub const SECTIONS: &[&str] = &["Global", "Networking", "LoadBalancer", "Metadata", "Route"];
 
 /// The known key `name` in `section` (case-insensitive).
-pub fn find(section: &str, name: &str) -> Option<&'static Key> {
+pub(crate) fn find(section: &str, name: &str) -> Option<&'static Key> {
     let table = if section.eq_ignore_ascii_case("LoadBalancerClass") { LB_CLASS } else { KEYS };
     table.iter().find(|key| {
         key.section.eq_ignore_ascii_case(section) && key.name.eq_ignore_ascii_case(name)
@@ -140,7 +140,7 @@ pub fn find(section: &str, name: &str) -> Option<&'static Key> {
 }
 
 /// The known key of `section` closest to `name` (edit distance ≤ 3), for "did you mean".
-pub fn closest(section: &str, name: &str) -> Option<&'static str> {
+pub(crate) fn closest(section: &str, name: &str) -> Option<&'static str> {
     let table = if section.eq_ignore_ascii_case("LoadBalancerClass") { LB_CLASS } else { KEYS };
     let name = name.to_ascii_lowercase().replace('_', "-");
     table

@@ -7,9 +7,9 @@
 
 pub mod clouds;
 pub mod keys;
-pub mod reload;
-pub mod render;
-pub mod secret;
+pub(crate) mod reload;
+pub(crate) mod render;
+pub(crate) mod secret;
 mod typed;
 
 #[cfg(test)]
@@ -20,10 +20,8 @@ use std::fmt;
 
 use ccm_formats::gcfg::{self, Document};
 
-pub use typed::{
-    Config, Credentials, EndpointInterface, Global, LbClass, LoadBalancer, Metadata, Networking,
-    Route,
-};
+pub(crate) use typed::Config;
+pub use typed::{Credentials, EndpointInterface, Networking};
 
 use keys::Kind;
 
@@ -63,7 +61,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
+pub(crate) enum Severity {
     /// Accepted, but probably not what was meant.
     Warning,
     /// The configuration cannot be used.
@@ -72,11 +70,11 @@ pub enum Severity {
 
 /// One finding of the checks, already phrased for an operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
+pub(crate) struct Diagnostic {
     /// Warning or error.
-    pub severity: Severity,
+    pub(crate) severity: Severity,
     /// `[Section] key: what is wrong`.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl fmt::Display for Diagnostic {
@@ -128,7 +126,7 @@ impl Values {
     }
 
     /// The `[LoadBalancerClass]` names.
-    pub fn classes(&self) -> Vec<String> {
+    pub(crate) fn classes(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .map
             .keys()
@@ -140,17 +138,17 @@ impl Values {
     }
 
     /// True when the key has a value (a bare key counts).
-    pub fn is_set(&self, section: &str, key: &'static str) -> bool {
+    pub(crate) fn is_set(&self, section: &str, key: &'static str) -> bool {
         self.get(section, key).is_some_and(|v| !v.is_empty())
     }
 
     /// Sets a key (replacing earlier values).
-    pub fn set(&mut self, section: &str, key: &'static str, value: impl Into<String>) {
+    pub(crate) fn set(&mut self, section: &str, key: &'static str, value: impl Into<String>) {
         self.map.insert(Self::slot(section, None, key), vec![value.into()]);
     }
 
     /// Sets a key only when it is empty: cloud.conf values win over clouds.yaml and Secrets.
-    pub fn set_if_empty(&mut self, section: &str, key: &'static str, value: Option<&str>) {
+    pub(crate) fn set_if_empty(&mut self, section: &str, key: &'static str, value: Option<&str>) {
         if let Some(value) = value.filter(|v| !v.is_empty())
             && !self.is_set(section, key)
         {
@@ -165,7 +163,7 @@ pub struct Checked {
     /// The raw values of known keys, after merges.
     pub values: Values,
     /// Warnings and errors, in file order.
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
 impl Checked {
@@ -176,7 +174,7 @@ impl Checked {
     }
 
     /// The typed configuration, or every error at once.
-    pub fn config(&self, origin: &str) -> Result<Config> {
+    pub(crate) fn config(&self, origin: &str) -> Result<Config> {
         let errors = self.errors();
         if !errors.is_empty() {
             return Err(Error::Invalid { origin: origin.to_owned(), errors });
@@ -193,7 +191,7 @@ pub fn check_text(text: &str, origin: &str) -> Result<Checked> {
 }
 
 /// Checks a parsed document against the key table.
-pub fn check(document: &Document) -> Checked {
+pub(crate) fn check(document: &Document) -> Checked {
     let mut values = Values::default();
     let mut diagnostics = Vec::new();
     for section in &document.sections {
@@ -362,7 +360,7 @@ fn error(message: String) -> Diagnostic {
 
 /// Reads, checks and merges a cloud.conf file: gcfg syntax, key table, `use-clouds`
 /// (with `search` as the clouds.yaml search path), and credential completeness.
-pub fn load(path: &std::path::Path, search: &[std::path::PathBuf]) -> Result<Checked> {
+pub(crate) fn load(path: &std::path::Path, search: &[std::path::PathBuf]) -> Result<Checked> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|source| Error::Read { path: origin.clone(), source })?;
@@ -373,7 +371,7 @@ pub fn load(path: &std::path::Path, search: &[std::path::PathBuf]) -> Result<Che
 }
 
 /// Without a Secret, cloud.conf (plus clouds.yaml) must say where and how to authenticate.
-pub fn check_credentials(checked: &mut Checked) {
+pub(crate) fn check_credentials(checked: &mut Checked) {
     let v = &checked.values;
     if v.is_set("Global", "secret-name") {
         return;

@@ -8,7 +8,7 @@ use super::{Credentials, Severity, Values, load};
 
 /// Loads every `period` (the first load at once) and calls `apply` when the merged values
 /// changed. A file that became unreadable or invalid keeps the last good credentials.
-pub async fn watch(
+pub(crate) async fn watch(
     path: PathBuf,
     search: Vec<PathBuf>,
     period: Duration,
@@ -73,7 +73,10 @@ mod tests {
             let _ = tx.send(c.password.map(|p| p.expose_secret().to_owned()));
         }));
         let next = async |rx: &mut mpsc::UnboundedReceiver<Option<String>>| {
-            tokio::time::timeout(Duration::from_secs(300), rx.recv()).await.unwrap().unwrap()
+            tokio::time::timeout(Duration::from_secs(300), rx.recv())
+                .await
+                .expect("credentials applied within 300 s (virtual time)")
+                .unwrap()
         };
         assert_eq!(next(&mut rx).await.as_deref(), Some("one"));
         std::fs::write(&clouds, "clouds: [broken").unwrap();

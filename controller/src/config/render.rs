@@ -8,10 +8,10 @@ use super::Values;
 use super::keys::{self, Kind};
 
 /// Text shown instead of a secret value.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// Every set key and every key with a default, section by section, in table order.
-pub fn effective(values: &Values) -> String {
+pub(crate) fn effective(values: &Values) -> String {
     let mut out = String::new();
     for section in keys::SECTIONS {
         let mut body = String::new();

@@ -11,12 +11,12 @@ use super::clouds::{DEFAULT_CLOUD, entry_from_text, merge_entry};
 use super::{Checked, Values, check_text};
 
 /// Data keys read from the Secret, in order of preference.
-pub const CLOUDS_YAML_KEY: &str = "clouds.yaml";
+pub(crate) const CLOUDS_YAML_KEY: &str = "clouds.yaml";
 /// The legacy key.
-pub const CLOUDS_CONF_KEY: &str = "clouds.conf";
+pub(crate) const CLOUDS_CONF_KEY: &str = "clouds.conf";
 
 /// Merges the Secret's data over `base` (cloud.conf values winning); the error names the Secret key.
-pub fn merge(
+pub(crate) fn merge(
     base: &Values,
     data: &BTreeMap<String, Vec<u8>>,
     origin: &str,

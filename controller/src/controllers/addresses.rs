@@ -3,27 +3,56 @@
 use std::cmp::Ordering;
 use std::net::IpAddr;
 
+use serde::Serialize;
+
 use crate::cloud::Instance;
 use crate::config::Networking;
 
-/// `InternalIP`, `ExternalIP` or `Hostname`, as in `NodeAddress.type`.
-pub type AddressType = &'static str;
+use AddressType::{ExternalIP, Hostname, InternalIP};
 
-/// One node address.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeAddress {
-    /// The type.
-    pub kind: AddressType,
-    /// The address.
-    pub address: String,
+/// The `NodeAddress.type` values this controller writes (kubelet may also report `InternalDNS`
+/// and `ExternalDNS`, which it never does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub(crate) enum AddressType {
+    /// `InternalIP`.
+    #[serde(rename = "InternalIP")]
+    InternalIP,
+    /// `ExternalIP`.
+    #[serde(rename = "ExternalIP")]
+    ExternalIP,
+    /// `Hostname`.
+    #[serde(rename = "Hostname")]
+    Hostname,
 }
 
-/// `InternalIP`.
-pub const INTERNAL: AddressType = "InternalIP";
-/// `ExternalIP`.
-pub const EXTERNAL: AddressType = "ExternalIP";
-/// `Hostname`.
-pub const HOSTNAME: AddressType = "Hostname";
+impl AddressType {
+    /// Every type this controller writes.
+    pub(crate) const ALL: [AddressType; 3] = [InternalIP, ExternalIP, Hostname];
+
+    /// The wire name, as in `NodeAddress.type`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            InternalIP => "InternalIP",
+            ExternalIP => "ExternalIP",
+            Hostname => "Hostname",
+        }
+    }
+
+    /// The type with this wire name; `None` for the types this controller never writes.
+    pub(crate) fn from_wire(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+}
+
+/// One node address, serialized as a `NodeAddress` (`{"type": …, "address": …}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct NodeAddress {
+    /// The type.
+    #[serde(rename = "type")]
+    pub(crate) kind: AddressType,
+    /// The address.
+    pub(crate) address: String,
+}
 
 fn addr(kind: AddressType, address: &str) -> NodeAddress {
     NodeAddress { kind, address: address.to_owned() }
@@ -44,36 +73,36 @@ fn is_v6(address: &str) -> bool {
 /// `public-network-name` → ExternalIP (dropping the same address of another type),
 /// `internal-network-name` (when set) keeps only listed networks — and finally the
 /// `address-sort-order` CIDR ordering.
-pub fn select(instance: &Instance, net: &Networking) -> Vec<NodeAddress> {
+pub(crate) fn select(instance: &Instance, net: &Networking) -> Vec<NodeAddress> {
     let server = &instance.server;
     let keep = |address: &str| !(net.ipv6_support_disabled && is_v6(address));
     let mut out = Vec::new();
     for port in instance.ports.iter().filter(|p| p.status == "ACTIVE") {
         for ip in port.fixed_ips.iter().filter(|ip| keep(&ip.ip_address)) {
-            add(&mut out, addr(INTERNAL, &ip.ip_address));
+            add(&mut out, addr(InternalIP, &ip.ip_address));
         }
     }
     if !server.access_ipv4.is_empty() {
-        add(&mut out, addr(EXTERNAL, &server.access_ipv4));
+        add(&mut out, addr(ExternalIP, &server.access_ipv4));
     }
     if !server.access_ipv6.is_empty() && !net.ipv6_support_disabled {
-        add(&mut out, addr(EXTERNAL, &server.access_ipv6));
+        add(&mut out, addr(ExternalIP, &server.access_ipv6));
     }
     if let Some(hostname) = server.metadata.get("hostname").filter(|h| !h.is_empty()) {
-        add(&mut out, addr(HOSTNAME, hostname));
+        add(&mut out, addr(Hostname, hostname));
     }
     // BTreeMap: networks in sorted name order, as upstream sorts them.
     for (network, entries) in &server.addresses {
         for entry in entries {
             let kind = if entry.kind == "floating" {
-                EXTERNAL
+                ExternalIP
             } else if net.public_network_names.contains(network) {
                 out.retain(|a| a.address != entry.addr);
-                EXTERNAL
+                ExternalIP
             } else if net.internal_network_names.is_empty()
                 || net.internal_network_names.contains(network)
             {
-                INTERNAL
+                InternalIP
             } else {
                 out.retain(|a| a.address != entry.addr);
                 continue;
@@ -88,7 +117,7 @@ pub fn select(instance: &Instance, net: &Networking) -> Vec<NodeAddress> {
 }
 
 /// Stable sort: addresses in an earlier CIDR first, ascending within one CIDR; others keep their order.
-pub fn sort(addresses: &mut [NodeAddress], order: &[ipnet::IpNet]) {
+pub(crate) fn sort(addresses: &mut [NodeAddress], order: &[ipnet::IpNet]) {
     if order.is_empty() {
         return;
     }
@@ -118,7 +147,10 @@ fn bytes16(ip: IpAddr) -> [u8; 16] {
 /// Applies kubelet's `--node-ip` (annotation `alpha.kubernetes.io/provided-node-ip`, one IP or
 /// a dual-stack pair): each must be among the cloud's addresses; matches go first and become
 /// the only address of their type; other types follow.
-pub fn with_node_ip(cloud: &[NodeAddress], provided: &str) -> Result<Vec<NodeAddress>, String> {
+pub(crate) fn with_node_ip(
+    cloud: &[NodeAddress],
+    provided: &str,
+) -> Result<Vec<NodeAddress>, String> {
     let ips: Vec<&str> = provided.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     if ips.is_empty() || ips.len() > 2 {
         return Err(format!("provided node ip {provided:?} is not one IP or a dual-stack pair"));

@@ -1,16 +1,16 @@
 //! Node label values from OpenStack data: sanitized zone, instance type, region.
 
 /// `node.kubernetes.io/instance-type`.
-pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+pub(crate) const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 /// `topology.kubernetes.io/zone`.
-pub const ZONE: &str = "topology.kubernetes.io/zone";
+pub(crate) const ZONE: &str = "topology.kubernetes.io/zone";
 /// `topology.kubernetes.io/region`.
-pub const REGION: &str = "topology.kubernetes.io/region";
+pub(crate) const REGION: &str = "topology.kubernetes.io/region";
 
 /// Upstream `SanitizeLabel`: runs outside `[-A-Za-z0-9_.]` become `-`, ends trimmed, ≤ 63
 /// chars — trimmed again after the cut so the value always ends alphanumeric (upstream can
 /// leave a trailing `-` there, which the API server rejects).
-pub fn sanitize(input: &str) -> String {
+pub(crate) fn sanitize(input: &str) -> String {
     let mut out = String::with_capacity(input.len());
     let mut in_run = false;
     for c in input.chars() {
@@ -32,7 +32,7 @@ pub fn sanitize(input: &str) -> String {
 }
 
 /// True for a valid label value.
-pub fn is_valid(value: &str) -> bool {
+pub(crate) fn is_valid(value: &str) -> bool {
     value.is_empty() || (value.len() <= 63 && sanitize(value) == value)
 }
 

@@ -11,7 +11,8 @@ use kube::api::DeleteParams;
 use kube::runtime::events::EventType;
 
 use super::{
-    Context, Error, Result, SHUTDOWN_TAINT, has_taint, is_ready, lookup, set_taints, taints,
+    Context, ControllerName, Error, Result, SHUTDOWN_TAINT, has_taint, is_ready, lookup,
+    set_taints, taints,
 };
 use crate::cloud::Cloud;
 
@@ -82,12 +83,14 @@ pub async fn check<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
 }
 
 /// Checks every cached node once; errors are counted and logged, never acted on.
-pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
+pub(crate) async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
     for node in nodes {
         match check(ctx, node).await {
-            Ok(outcome) => ctx.metrics.reconcile("cloud-node-lifecycle", outcome.label()),
+            Ok(outcome) => {
+                ctx.metrics.reconcile(ControllerName::CloudNodeLifecycle, outcome.label())
+            }
             Err(error) => {
-                ctx.metrics.reconcile("cloud-node-lifecycle", error.kind());
+                ctx.metrics.reconcile(ControllerName::CloudNodeLifecycle, error.kind().as_str());
                 tracing::warn!(node = %node.name_any(), error = %crate::cloud::session::chain(&error), "lifecycle check failed; no action");
             }
         }
@@ -95,7 +98,7 @@ pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
 }
 
 /// Runs the check every `period` until the process ends.
-pub async fn run<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
+pub(crate) async fn run<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -1,10 +1,11 @@
 //! The node controllers and what they share: the Context, taints, the error type, Node patches.
 
-pub mod addresses;
-pub mod labels;
+pub(crate) mod addresses;
+pub(crate) mod labels;
 pub mod lifecycle;
+pub(crate) mod name;
 pub mod node;
-pub mod provider_id;
+pub(crate) mod provider_id;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -18,16 +19,18 @@ use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
+pub(crate) use name::ControllerName;
+
 use crate::cloud::{self, Cloud, Lookup};
 use crate::config::Networking;
 use crate::metrics::Metrics;
 
 /// Set by kubelet `--cloud-provider=external`; removed once the node is initialized.
-pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+pub(crate) const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 /// Added while the server is `SHUTOFF`.
-pub const SHUTDOWN_TAINT: &str = "node.cloudprovider.kubernetes.io/shutdown";
+pub(crate) const SHUTDOWN_TAINT: &str = "node.cloudprovider.kubernetes.io/shutdown";
 /// kubelet's `--node-ip`.
-pub const PROVIDED_NODE_IP: &str = "alpha.kubernetes.io/provided-node-ip";
+pub(crate) const PROVIDED_NODE_IP: &str = "alpha.kubernetes.io/provided-node-ip";
 
 /// A reconcile failure; every variant is retried later, none deletes a Node.
 #[derive(Debug, thiserror::Error)]
@@ -60,14 +63,45 @@ pub enum Error {
     },
 }
 
-impl Error {
+/// What kind of failure an [`Error`] is; [`ErrorKind::as_str`] is its metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// [`Error::Cloud`], by the cloud error's kind.
+    Cloud(cloud::ErrorKind),
+    /// [`Error::Kube`] with a 409: the Node changed since it was read.
+    Conflict,
+    /// Any other [`Error::Kube`].
+    Kube,
+    /// [`Error::Node`].
+    Node,
+}
+
+impl ErrorKind {
     /// A fixed label for metrics.
-    pub fn kind(&self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Error::Cloud { source, .. } => source.kind(),
-            Error::Kube { source: kube::Error::Api(s), .. } if s.code == 409 => "conflict",
-            Error::Kube { .. } => "kube",
-            Error::Node { .. } => "node",
+            ErrorKind::Cloud(kind) => kind.as_str(),
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Kube => "kube",
+            ErrorKind::Node => "node",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// The kind, for metric labels and the retry policy.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Cloud { source, .. } => ErrorKind::Cloud(source.kind()),
+            Error::Kube { source: kube::Error::Api(s), .. } if s.code == 409 => ErrorKind::Conflict,
+            Error::Kube { .. } => ErrorKind::Kube,
+            Error::Node { .. } => ErrorKind::Node,
         }
     }
 }
@@ -78,21 +112,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything a reconcile needs.
 pub struct Context<C> {
     /// Kubernetes client.
-    pub client: kube::Client,
+    pub(crate) client: kube::Client,
     /// OpenStack.
-    pub cloud: Arc<C>,
+    pub(crate) cloud: Arc<C>,
     /// Metrics.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
     /// `[Networking]`.
-    pub networking: Networking,
+    pub(crate) networking: Networking,
     /// Write `openstack://<region>/<id>` (env `OS_CCM_REGIONAL=true`, as upstream).
-    pub regional: bool,
+    pub(crate) regional: bool,
     /// The Node cache (one reflector, fed by the node controller's watch).
-    pub nodes: Store<Node>,
+    pub(crate) nodes: Store<Node>,
     /// Event recorder.
-    pub recorder: Recorder,
+    pub(crate) recorder: Recorder,
     /// `cloud-node` is enabled (the node watch also feeds lifecycle when it is not).
-    pub initialize: bool,
+    pub(crate) initialize: bool,
 }
 
 impl<C> std::fmt::Debug for Context<C> {
@@ -125,12 +159,12 @@ impl<C: Cloud> Context<C> {
     }
 
     /// The Node API.
-    pub fn api(&self) -> Api<Node> {
+    pub(crate) fn api(&self) -> Api<Node> {
         Api::all(self.client.clone())
     }
 
     /// Records an event on a node; failures are logged, never fatal.
-    pub async fn event(&self, node: &Node, type_: EventType, reason: &str, note: String) {
+    pub(crate) async fn event(&self, node: &Node, type_: EventType, reason: &str, note: String) {
         let event = Event {
             type_,
             reason: reason.into(),
@@ -145,7 +179,7 @@ impl<C: Cloud> Context<C> {
 }
 
 /// How to find a node's server: by providerID when set, else by name.
-pub fn lookup(node: &Node, region: Option<&str>) -> Result<Lookup> {
+pub(crate) fn lookup(node: &Node, region: Option<&str>) -> Result<Lookup> {
     let provider_id =
         node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).filter(|p| !p.is_empty());
     match provider_id {
@@ -157,18 +191,22 @@ pub fn lookup(node: &Node, region: Option<&str>) -> Result<Lookup> {
 }
 
 /// The node's taints.
-pub fn taints(node: &Node) -> Vec<Taint> {
+pub(crate) fn taints(node: &Node) -> Vec<Taint> {
     node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default()
 }
 
 /// True when the node has a taint with this key.
-pub fn has_taint(node: &Node, key: &str) -> bool {
+pub(crate) fn has_taint(node: &Node, key: &str) -> bool {
     taints(node).iter().any(|t| t.key == key)
 }
 
 /// Replaces the taint list with a merge patch guarded by the node's resourceVersion, so a
 /// concurrent change by kubelet or an admin turns into a 409 and a retry, never a lost taint.
-pub async fn set_taints<C: Cloud>(ctx: &Context<C>, node: &Node, taints: Vec<Taint>) -> Result<()> {
+pub(crate) async fn set_taints<C: Cloud>(
+    ctx: &Context<C>,
+    node: &Node,
+    taints: Vec<Taint>,
+) -> Result<()> {
     let patch = json!({
         "metadata": {"resourceVersion": node.resource_version()},
         "spec": {"taints": taints},
@@ -181,7 +219,7 @@ pub async fn set_taints<C: Cloud>(ctx: &Context<C>, node: &Node, taints: Vec<Tai
 }
 
 /// True when the `Ready` condition is `True`.
-pub fn is_ready(node: &Node) -> bool {
+pub(crate) fn is_ready(node: &Node) -> bool {
     let conditions = node.status.as_ref().and_then(|s| s.conditions.as_ref());
     conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
 }

@@ -12,26 +12,26 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use serde_json::json;
 
-use super::addresses::{self, HOSTNAME, NodeAddress};
+use super::addresses::{self, AddressType, NodeAddress};
 use super::{
-    Context, Error, PROVIDED_NODE_IP, Result, UNINITIALIZED_TAINT, has_taint, labels, lookup,
-    provider_id, taints,
+    Context, ControllerName, Error, ErrorKind, PROVIDED_NODE_IP, Result, UNINITIALIZED_TAINT,
+    has_taint, labels, lookup, provider_id, taints,
 };
 use crate::cloud::{Cloud, Instance, Lookup};
 
 /// What initialization writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// `spec.providerID`, only when the node has none.
-    pub provider_id: Option<String>,
+    pub(crate) provider_id: Option<String>,
     /// Labels to set.
-    pub labels: BTreeMap<String, String>,
+    pub(crate) labels: BTreeMap<String, String>,
     /// `status.addresses`.
-    pub addresses: Vec<NodeAddress>,
+    pub(crate) addresses: Vec<NodeAddress>,
 }
 
 /// The addresses for a node: selection, kubelet's node IP, and kubelet's Hostname kept when the cloud has none.
-pub fn node_addresses<C>(
+pub(crate) fn node_addresses<C>(
     ctx: &Context<C>,
     node: &Node,
     instance: &Instance,
@@ -41,8 +41,9 @@ pub fn node_addresses<C>(
         list = addresses::with_node_ip(&list, provided)
             .map_err(|message| Error::Node { node: node.name_any(), message })?;
     }
-    if !list.iter().any(|a| a.kind == HOSTNAME)
-        && let Some(hostname) = current_addresses(node).into_iter().find(|a| a.kind == HOSTNAME)
+    let hostname = |a: &NodeAddress| a.kind == AddressType::Hostname;
+    if !list.iter().any(hostname)
+        && let Some(hostname) = current_addresses(node).into_iter().find(hostname)
     {
         list.push(hostname);
     }
@@ -50,7 +51,7 @@ pub fn node_addresses<C>(
 }
 
 /// Pure: what a tainted node gets from its server.
-pub fn plan<C>(
+pub(crate) fn plan<C>(
     ctx: &Context<C>,
     node: &Node,
     instance: &Instance,
@@ -76,34 +77,42 @@ pub fn plan<C>(
     Ok(Plan { provider_id, labels, addresses: node_addresses(ctx, node, instance)? })
 }
 
-/// The node's current `status.addresses`.
-pub fn current_addresses(node: &Node) -> Vec<NodeAddress> {
-    let list = node.status.as_ref().and_then(|s| s.addresses.as_ref());
-    let kind = |t: &str| match t {
-        "InternalIP" => addresses::INTERNAL,
-        "ExternalIP" => addresses::EXTERNAL,
-        "Hostname" => HOSTNAME,
-        _ => "InternalDNS",
-    };
-    list.into_iter()
-        .flatten()
-        .map(|a| NodeAddress { kind: kind(&a.type_), address: a.address.clone() })
-        .collect()
+/// The node's `status.addresses` as stored.
+fn stored_addresses(node: &Node) -> &[k8s_openapi::api::core::v1::NodeAddress] {
+    node.status.as_ref().and_then(|s| s.addresses.as_deref()).unwrap_or_default()
+}
+
+/// The node's current `status.addresses` of the types this controller writes; the others
+/// (kubelet's `InternalDNS`, `ExternalDNS`) are left out.
+pub(crate) fn current_addresses(node: &Node) -> Vec<NodeAddress> {
+    let known = stored_addresses(node).iter().filter_map(|a| {
+        let kind = AddressType::from_wire(&a.type_)?;
+        Some(NodeAddress { kind, address: a.address.clone() })
+    });
+    known.collect()
+}
+
+/// True when `status.addresses` is `wanted` exactly. An address of a type this controller
+/// never writes makes them differ, so the patch replaces the list without it.
+fn has_addresses(node: &Node, wanted: &[NodeAddress]) -> bool {
+    let stored = stored_addresses(node);
+    stored.len() == wanted.len()
+        && stored.iter().zip(wanted).all(|(have, want)| {
+            AddressType::from_wire(&have.type_) == Some(want.kind) && have.address == want.address
+        })
 }
 
 /// Writes `status.addresses` when it differs (a JSON merge patch replaces the whole list);
 /// returns the updated Node, or `None` when nothing changed.
-pub async fn patch_addresses<C: Cloud>(
+pub(crate) async fn patch_addresses<C: Cloud>(
     ctx: &Context<C>,
     node: &Node,
     wanted: &[NodeAddress],
 ) -> Result<Option<Node>> {
-    if current_addresses(node) == wanted {
+    if has_addresses(node, wanted) {
         return Ok(None);
     }
-    let list: Vec<_> =
-        wanted.iter().map(|a| json!({"type": a.kind, "address": a.address})).collect();
-    let patch = json!({"status": {"addresses": list}});
+    let patch = json!({"status": {"addresses": wanted}});
     ctx.api()
         .patch_status(&node.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -146,13 +155,13 @@ pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<()> {
 
 /// The `Controller` reconcile: only tainted nodes are touched.
 #[tracing::instrument(skip_all, fields(node = %node.name_any()))]
-pub async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Result<Action> {
+pub(crate) async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Result<Action> {
     if !ctx.initialize || !has_taint(&node, UNINITIALIZED_TAINT) {
         return Ok(Action::await_change());
     }
     match initialize(&ctx, &node).await {
         Ok(()) => {
-            ctx.metrics.reconcile("cloud-node", "initialized");
+            ctx.metrics.reconcile(ControllerName::CloudNode, "initialized");
             Ok(Action::await_change())
         }
         Err(error) => {
@@ -171,11 +180,15 @@ pub async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Resul
 }
 
 /// Retry policy: conflicts soon, everything else after 10 s; the taint stays meanwhile.
-pub fn error_policy<C: Cloud>(node: Arc<Node>, error: &Error, ctx: Arc<Context<C>>) -> Action {
-    ctx.metrics.reconcile("cloud-node", error.kind());
+pub(crate) fn error_policy<C: Cloud>(
+    node: Arc<Node>,
+    error: &Error,
+    ctx: Arc<Context<C>>,
+) -> Action {
+    ctx.metrics.reconcile(ControllerName::CloudNode, error.kind().as_str());
     let chain = crate::cloud::session::chain(error);
     tracing::warn!(node = %node.name_any(), error = %chain, "initialization failed; will retry");
-    let delay = if error.kind() == "conflict" {
+    let delay = if error.kind() == ErrorKind::Conflict {
         Duration::from_millis(200)
     } else {
         Duration::from_secs(10)
@@ -185,7 +198,10 @@ pub fn error_policy<C: Cloud>(node: Arc<Node>, error: &Error, ctx: Arc<Context<C
 
 /// One address refresh of every initialized node: one `instances()` call, then a status patch
 /// only where the addresses changed. Returns how many nodes were patched.
-pub async fn refresh_addresses<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) -> Result<usize> {
+pub(crate) async fn refresh_addresses<C: Cloud>(
+    ctx: &Context<C>,
+    nodes: &[Arc<Node>],
+) -> Result<usize> {
     let instances =
         ctx.cloud.instances().await.map_err(|source| Error::Cloud { node: "*".into(), source })?;
     let by_id: HashMap<&str, &Instance> =
@@ -221,7 +237,7 @@ pub async fn refresh_addresses<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) 
 }
 
 /// Refreshes addresses every `period` until the process ends.
-pub async fn refresh_loop<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
+pub(crate) async fn refresh_loop<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
     // The first refresh waits one period: at start the node cache is still filling, and
     // initialization has just written fresh addresses.
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);

@@ -1,7 +1,7 @@
 //! `spec.providerID`: `openstack:///<id>`, or `openstack://<region>/<id>` when regional.
 
 /// The providerID for a server.
-pub fn format(server_id: &str, region: Option<&str>, regional: bool) -> String {
+pub(crate) fn format(server_id: &str, region: Option<&str>, regional: bool) -> String {
     match region.filter(|_| regional) {
         Some(region) => format!("openstack://{region}/{server_id}"),
         None => format!("openstack:///{server_id}"),
@@ -10,7 +10,7 @@ pub fn format(server_id: &str, region: Option<&str>, regional: bool) -> String {
 
 /// The server ID in a providerID, as upstream parses it: `^openstack://([^/]*)/([^/]+)$`, a
 /// value without `://` prefixed with `openstack://` first, a region other than ours refused.
-pub fn parse(provider_id: &str, our_region: Option<&str>) -> Result<String, String> {
+pub(crate) fn parse(provider_id: &str, our_region: Option<&str>) -> Result<String, String> {
     let full = if provider_id.contains("://") {
         provider_id.to_owned()
     } else {

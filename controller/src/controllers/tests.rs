@@ -82,7 +82,7 @@ async fn node_ip_not_on_the_server_keeps_the_taint_and_records_a_warning() {
     fake.create("v1", "nodes", "", tainted);
     let ctx = context(&fake, FakeCloud::with(vec![instance("worker-2", "10.0.0.7", "ACTIVE")]));
     let err = node_controller::reconcile(nodes(&ctx).await[0].clone(), ctx).await.unwrap_err();
-    assert_eq!(err.kind(), "node");
+    assert_eq!(err.kind().as_str(), "node");
     let got = fake.get("v1", "nodes", "", "worker-2").unwrap();
     assert!(taint_keys(&got).contains(&UNINITIALIZED_TAINT.to_owned()));
     let events = fake.list("events.k8s.io/v1", "events");
@@ -96,7 +96,7 @@ async fn missing_server_at_initialization_keeps_the_node_and_the_taint() {
     fake.create("v1", "nodes", "", control_plane("worker-3"));
     let ctx = context(&fake, FakeCloud::with(vec![]));
     let err = node_controller::reconcile(nodes(&ctx).await[0].clone(), ctx).await.unwrap_err();
-    assert_eq!(err.kind(), "not_found");
+    assert_eq!(err.kind().as_str(), "not_found");
     assert!(fake.writes().is_empty());
 }
 
@@ -124,6 +124,24 @@ async fn address_refresh_makes_one_list_call_and_patches_only_changed_nodes() {
     assert_eq!(
         fake.get("v1", "nodes", "", "b").unwrap()["status"]["addresses"][0]["address"],
         "10.0.0.22"
+    );
+}
+
+#[tokio::test]
+async fn address_refresh_replaces_a_list_holding_a_type_it_never_writes() {
+    let fake = FakeApiServer::start().await.unwrap();
+    let mut n = node("a", Some("openstack:///id-a"), "True");
+    n["status"]["addresses"] = json!([
+        {"type": "InternalIP", "address": "10.0.0.1"},
+        {"type": "InternalDNS", "address": "a.internal"}
+    ]);
+    fake.create("v1", "nodes", "", n);
+    let ctx = context(&fake, FakeCloud::with(vec![instance("a", "10.0.0.1", "ACTIVE")]));
+    let patched = node_controller::refresh_addresses(&ctx, &nodes(&ctx).await).await.unwrap();
+    assert_eq!(patched, 1);
+    assert_eq!(
+        fake.get("v1", "nodes", "", "a").unwrap()["status"]["addresses"],
+        json!([{"type": "InternalIP", "address": "10.0.0.1"}])
     );
 }
 
@@ -218,7 +236,10 @@ async fn the_node_controller_initializes_a_node_registered_while_it_runs() {
     let initialized = kube::runtime::wait::await_condition(api, "late", |n: Option<&Node>| {
         n.and_then(|n| n.spec.as_ref()).and_then(|s| s.provider_id.as_deref()).is_some()
     });
-    let node =
-        tokio::time::timeout(Duration::from_secs(10), initialized).await.unwrap().unwrap().unwrap();
+    let node = tokio::time::timeout(Duration::from_secs(10), initialized)
+        .await
+        .expect("the late node is initialized within 10 s")
+        .unwrap()
+        .unwrap();
     assert_eq!(node.spec.unwrap().provider_id.as_deref(), Some("openstack:///id-late"));
 }

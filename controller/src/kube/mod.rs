@@ -1,15 +1,15 @@
 //! The Kubernetes side: client construction, Node patches and events.
 
-pub mod rate_limit;
+pub(crate) mod rate_limit;
 pub mod secret;
 
 use std::path::Path;
 
-pub use rate_limit::RateLimit;
+pub(crate) use rate_limit::RateLimit;
 
 /// An error building the Kubernetes client.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// The kubeconfig could not be read.
     #[error("cannot load kubeconfig {path}")]
     Kubeconfig {
@@ -29,7 +29,7 @@ pub enum Error {
 
 /// A client from `--kubeconfig`, else the in-cluster config (service account), whose every
 /// request passes `limit` (`--kube-api-qps`/`--kube-api-burst`; `None`: no limit).
-pub async fn client(
+pub(crate) async fn client(
     kubeconfig: Option<&Path>,
     limit: Option<RateLimit>,
 ) -> Result<::kube::Client, Error> {
@@ -50,7 +50,10 @@ pub async fn client(
 }
 
 /// A client for `config`: kube-rs's default service stack under the rate limit, if any.
-pub fn build(config: ::kube::Config, limit: Option<RateLimit>) -> Result<::kube::Client, Error> {
+pub(crate) fn build(
+    config: ::kube::Config,
+    limit: Option<RateLimit>,
+) -> Result<::kube::Client, Error> {
     let builder = ::kube::client::ClientBuilder::try_from(config).map_err(Error::Client)?;
     Ok(match limit {
         Some(limit) => builder.with_layer(&limit).build(),

@@ -18,13 +18,13 @@ use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
 
 /// client-go's `rest.DefaultQPS`, used for `--kube-api-qps=0`.
-pub const DEFAULT_QPS: f32 = 5.0;
+pub(crate) const DEFAULT_QPS: f32 = 5.0;
 /// client-go's `rest.DefaultBurst`, used for `--kube-api-burst=0`.
-pub const DEFAULT_BURST: u32 = 10;
+pub(crate) const DEFAULT_BURST: u32 = 10;
 
 /// A limit of `qps` requests per second on average and `burst` at once; a [`Layer`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateLimit {
+pub(crate) struct RateLimit {
     qps: f64,
     burst: u32,
 }
@@ -32,19 +32,19 @@ pub struct RateLimit {
 impl RateLimit {
     /// The limit for `--kube-api-qps`/`--kube-api-burst` as client-go reads them: a 0 takes
     /// client-go's default (5 / 10); a negative (or NaN or infinite) qps means no limit (`None`).
-    pub fn from_flags(qps: f32, burst: u32) -> Option<Self> {
+    pub(crate) fn from_flags(qps: f32, burst: u32) -> Option<Self> {
         let qps = if qps == 0.0 { DEFAULT_QPS } else { qps };
         let burst = if burst == 0 { DEFAULT_BURST } else { burst };
         (qps > 0.0 && qps.is_finite()).then_some(RateLimit { qps: f64::from(qps), burst })
     }
 
     /// Requests per second on average.
-    pub fn qps(&self) -> f64 {
+    pub(crate) fn qps(&self) -> f64 {
         self.qps
     }
 
     /// Requests admitted at once after a quiet period.
-    pub fn burst(&self) -> u32 {
+    pub(crate) fn burst(&self) -> u32 {
         self.burst
     }
 }
@@ -97,7 +97,7 @@ enum State {
 }
 
 /// A service that admits requests at the pace of its [`RateLimit`].
-pub struct RateLimited<S> {
+pub(crate) struct RateLimited<S> {
     inner: S,
     bucket: Bucket,
     state: State,
@@ -212,7 +212,9 @@ mod tests {
             start.elapsed()
         });
         let all = futures::future::join_all(gets);
-        let mut done = tokio::time::timeout(Duration::from_secs(60), all).await.unwrap();
+        let mut done = tokio::time::timeout(Duration::from_secs(60), all)
+            .await
+            .expect("seven requests within 60 s (virtual time)");
         done.sort();
         assert_eq!(fake.requests().len(), 7);
         assert!(done[..3].iter().all(|t| *t < Duration::from_millis(500)), "{done:?}");

@@ -11,7 +11,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use crate::config::{Credentials, Values, secret};
 
 /// Turns one Secret into credentials (cloud.conf values winning).
-pub fn credentials(
+pub(crate) fn credentials(
     base: &Values,
     secret: &Secret,
     origin: &str,
@@ -143,7 +143,10 @@ mod tests {
         );
         tokio::spawn(watch);
         let next = async |rx: &mut mpsc::UnboundedReceiver<Option<String>>| {
-            tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap().unwrap()
+            tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .expect("credentials applied within 10 s")
+                .unwrap()
         };
         assert_eq!(next(&mut rx).await.as_deref(), Some("first"));
         fake.patch(

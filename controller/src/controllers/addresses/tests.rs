@@ -6,6 +6,7 @@ use super::*;
 use crate::cloud::Server;
 use crate::cloud::neutron::{FixedIp, Port};
 use crate::cloud::nova::ServerAddress;
+use AddressType::{ExternalIP, Hostname, InternalIP};
 
 fn port(status: &str, ips: &[&str]) -> Port {
     Port {
@@ -39,7 +40,7 @@ fn instance(ports: Vec<Port>, addresses: &[(&str, &str, &str)]) -> Instance {
     }
 }
 
-fn pairs(list: &[NodeAddress]) -> Vec<(&str, &str)> {
+fn pairs(list: &[NodeAddress]) -> Vec<(AddressType, &str)> {
     list.iter().map(|a| (a.kind, a.address.as_str())).collect()
 }
 
@@ -50,7 +51,7 @@ fn ports_give_internal_and_floating_gives_external() {
         &[("private", "10.0.0.5", "fixed"), ("private", "172.24.4.10", "floating")],
     );
     let got = select(&i, &Networking::default());
-    assert_eq!(pairs(&got), [(INTERNAL, "10.0.0.5"), (EXTERNAL, "172.24.4.10")]);
+    assert_eq!(pairs(&got), [(InternalIP, "10.0.0.5"), (ExternalIP, "172.24.4.10")]);
 }
 
 #[test]
@@ -73,7 +74,7 @@ fn multi_network_with_public_and_internal_filters() {
         ..Networking::default()
     };
     let got = select(&i, &net);
-    assert_eq!(pairs(&got), [(INTERNAL, "10.0.0.5"), (EXTERNAL, "192.168.1.5")]);
+    assert_eq!(pairs(&got), [(InternalIP, "10.0.0.5"), (ExternalIP, "192.168.1.5")]);
 }
 
 #[test]
@@ -84,10 +85,10 @@ fn dual_stack_and_ipv6_disabled() {
     );
     assert_eq!(
         pairs(&select(&i, &Networking::default())),
-        [(INTERNAL, "10.0.0.5"), (INTERNAL, "fd00::5")]
+        [(InternalIP, "10.0.0.5"), (InternalIP, "fd00::5")]
     );
     let net = Networking { ipv6_support_disabled: true, ..Networking::default() };
-    assert_eq!(pairs(&select(&i, &net)), [(INTERNAL, "10.0.0.5")]);
+    assert_eq!(pairs(&select(&i, &net)), [(InternalIP, "10.0.0.5")]);
 }
 
 #[test]
@@ -99,7 +100,7 @@ fn access_ips_and_hostname_metadata() {
     let got = select(&i, &Networking::default());
     assert_eq!(
         pairs(&got),
-        [(EXTERNAL, "203.0.113.7"), (EXTERNAL, "2001:db8::7"), (HOSTNAME, "node-a.example")]
+        [(ExternalIP, "203.0.113.7"), (ExternalIP, "2001:db8::7"), (Hostname, "node-a.example")]
     );
 }
 
@@ -118,10 +119,13 @@ fn sort_order_puts_earlier_cidrs_first_ascending_within() {
 
 #[test]
 fn node_ip_goes_first_and_is_the_only_address_of_its_type() {
-    let cloud =
-        vec![addr(INTERNAL, "10.0.0.5"), addr(INTERNAL, "10.1.0.5"), addr(EXTERNAL, "172.24.4.10")];
+    let cloud = vec![
+        addr(InternalIP, "10.0.0.5"),
+        addr(InternalIP, "10.1.0.5"),
+        addr(ExternalIP, "172.24.4.10"),
+    ];
     let got = with_node_ip(&cloud, "10.1.0.5").unwrap();
-    assert_eq!(pairs(&got), [(INTERNAL, "10.1.0.5"), (EXTERNAL, "172.24.4.10")]);
+    assert_eq!(pairs(&got), [(InternalIP, "10.1.0.5"), (ExternalIP, "172.24.4.10")]);
     let err = with_node_ip(&cloud, "10.9.9.9").unwrap_err();
     assert!(err.contains("not among the server's addresses"), "{err}");
     assert!(with_node_ip(&cloud, "nonsense").is_err());
@@ -134,7 +138,7 @@ proptest! {
     ) {
         let prefixes = ["10.0.0", "192.168.0", "172.16.0"];
         let mut list: Vec<NodeAddress> =
-            octets.iter().map(|(p, o)| addr(INTERNAL, &format!("{}.{o}", prefixes[*p as usize]))).collect();
+            octets.iter().map(|(p, o)| addr(InternalIP, &format!("{}.{o}", prefixes[*p as usize]))).collect();
         let before = list.clone();
         let order: Vec<ipnet::IpNet> = vec!["192.168.0.0/24".parse().unwrap(), "10.0.0.0/24".parse().unwrap()];
         sort(&mut list, &order);
@@ -151,4 +155,15 @@ proptest! {
         let rest_before: Vec<&NodeAddress> = before.iter().filter(|a| rank(a) == 2).collect();
         prop_assert_eq!(rest, rest_before);
     }
+}
+
+#[test]
+fn address_types_serialize_to_their_wire_names() {
+    for kind in AddressType::ALL {
+        assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        assert_eq!(AddressType::from_wire(kind.as_str()), Some(kind));
+    }
+    let wire = serde_json::to_value(addr(InternalIP, "10.0.0.5")).unwrap();
+    assert_eq!(wire, serde_json::json!({"type": "InternalIP", "address": "10.0.0.5"}));
+    assert_eq!(AddressType::from_wire("InternalDNS"), None);
 }

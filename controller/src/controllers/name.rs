@@ -1,0 +1,81 @@
+//! Controller names as upstream spells them (`--controllers`, metric labels, task names).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A controller upstream's cloud-controller-manager knows; only the node ones run here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ControllerName {
+    /// `cloud-node`: initializes tainted Nodes and refreshes addresses.
+    CloudNode,
+    /// `cloud-node-lifecycle`: deletes Nodes whose server is gone, taints `SHUTOFF` ones.
+    CloudNodeLifecycle,
+    /// `service`: accepted, not implemented by this binary.
+    Service,
+    /// `route`: accepted, not implemented by this binary.
+    Route,
+}
+
+/// A name that is not one of [`ControllerName::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown controller {0:?}")]
+pub(crate) struct UnknownController(pub String);
+
+impl ControllerName {
+    /// Every name, in the order help and error messages list them.
+    pub(crate) const ALL: [ControllerName; 4] = [
+        ControllerName::CloudNode,
+        ControllerName::CloudNodeLifecycle,
+        ControllerName::Service,
+        ControllerName::Route,
+    ];
+
+    /// The upstream name, verbatim (also the `controller` metric label).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ControllerName::CloudNode => "cloud-node",
+            ControllerName::CloudNodeLifecycle => "cloud-node-lifecycle",
+            ControllerName::Service => "service",
+            ControllerName::Route => "route",
+        }
+    }
+
+    /// True for the controllers this binary runs.
+    pub(crate) fn is_implemented(self) -> bool {
+        matches!(self, ControllerName::CloudNode | ControllerName::CloudNodeLifecycle)
+    }
+}
+
+impl FromStr for ControllerName {
+    type Err = UnknownController;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|name| name.as_str() == text)
+            .ok_or_else(|| UnknownController(text.to_owned()))
+    }
+}
+
+impl fmt::Display for ControllerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_back_to_itself_and_others_are_unknown() {
+        for name in ControllerName::ALL {
+            assert_eq!(name.as_str().parse(), Ok(name));
+        }
+        assert_eq!(
+            "cloud-nod".parse::<ControllerName>(),
+            Err(UnknownController("cloud-nod".into()))
+        );
+        assert!("*".parse::<ControllerName>().is_err(), "`*` is a selector, not a name");
+    }
+}
