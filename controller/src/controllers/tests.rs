@@ -130,7 +130,7 @@ async fn address_refresh_makes_one_list_call_and_patches_only_changed_nodes() {
 #[tokio::test]
 async fn address_refresh_replaces_a_list_holding_a_type_it_never_writes() {
     let fake = FakeApiServer::start().await.unwrap();
-    let mut n = node("a", Some("openstack:///id-a"), "True");
+    let mut n = NodeFixture::initialized("a").provider_id("openstack:///id-a").build();
     n["status"]["addresses"] = json!([
         {"type": "InternalIP", "address": "10.0.0.1"},
         {"type": "InternalDNS", "address": "a.internal"}
