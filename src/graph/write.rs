@@ -33,6 +33,27 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A path inside the directory leads out of it through a symbolic link: nothing is written.
+    #[error("refusing to write {path}: {link} is a symbolic link to {target}, outside {dir}")]
+    Escapes {
+        /// The planned file, relative to the directory.
+        path: String,
+        /// The link on its way, relative to the directory.
+        link: String,
+        /// Where the link leads.
+        target: PathBuf,
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A path could not be checked (its directory is unreadable).
+    #[error("could not check {path}")]
+    Check {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Moving a file into place failed.
     #[error("could not replace {path}")]
     Swap {
@@ -81,6 +102,11 @@ fn commit_with(
     plan: &Plan,
     rename: &mut dyn FnMut(&Path, &Path) -> std::io::Result<()>,
 ) -> Result<(), Error> {
+    let paths =
+        plan.writes.iter().map(|f| f.path.as_str()).chain(plan.removes.iter().map(String::as_str));
+    for path in paths {
+        confined(dir, path)?;
+    }
     let mut journal = Journal::default();
     let result = stage_and_swap(dir, plan, rename, &mut journal);
     match result {
@@ -124,6 +150,49 @@ fn stage_and_swap(
     }
     for path in &plan.removes {
         back_up(&dir.join(path), rename, journal)?;
+    }
+    Ok(())
+}
+
+/// Checks that no component of `rel` under `dir` is a symbolic link leading out of `dir`
+/// (`DIR/manifests -> /etc` would make every write land in /etc). A link that stays inside is
+/// fine; a component that does not exist yet is created as a real directory later.
+fn confined(dir: &Path, rel: &str) -> Result<(), Error> {
+    let check = |source, path: &Path| Error::Check { path: path.to_owned(), source };
+    let root = match fs::canonicalize(dir) {
+        Ok(root) => root,
+        // The directory itself does not exist yet: nothing under it can be a link.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(check(e, dir)),
+    };
+    let mut current = dir.to_owned();
+    for component in Path::new(rel).components() {
+        current.push(component);
+        let meta = match fs::symlink_metadata(&current) {
+            Ok(meta) => meta,
+            // Missing, or under a regular file: the write itself will create or fail there.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(());
+            }
+            Err(e) => return Err(check(e, &current)),
+        };
+        if !meta.file_type().is_symlink() {
+            continue;
+        }
+        let target = match fs::canonicalize(&current) {
+            Ok(target) => target,
+            // A dangling link: where it points is outside anything we can vouch for.
+            Err(_) => fs::read_link(&current).map_err(|e| check(e, &current))?,
+        };
+        if !target.starts_with(&root) {
+            let link = current.strip_prefix(dir).unwrap_or(&current).display().to_string();
+            return Err(Error::Escapes { path: rel.to_owned(), link, target, dir: dir.to_owned() });
+        }
     }
     Ok(())
 }
@@ -272,5 +341,42 @@ mod tests {
         let err = commit(dir.path(), &plan()).unwrap_err();
         assert!(matches!(err, Error::Stage { .. } | Error::CreateDir { .. }), "{err:?}");
         assert_eq!(snapshot(dir.path()), before);
+    }
+
+    #[test]
+    fn a_symlink_inside_the_directory_that_leads_out_is_refused_before_anything_is_written() {
+        let dir = seeded();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("deep")).unwrap();
+        let before = snapshot(dir.path());
+        let err = commit(dir.path(), &plan()).unwrap_err();
+        let Error::Escapes { path, link, .. } = &err else { panic!("{err:?}") };
+        assert_eq!((path.as_str(), link.as_str()), ("deep/er/s.yaml", "deep"));
+        let text = err.to_string();
+        assert!(
+            text.starts_with("refusing to write deep/er/s.yaml: deep is a symbolic link to "),
+            "{text}"
+        );
+        assert_eq!(snapshot(dir.path()), before);
+        assert!(fs::read_dir(outside.path()).unwrap().next().is_none(), "wrote outside");
+    }
+
+    #[test]
+    fn a_symlinked_file_that_leads_out_is_refused_and_one_that_stays_inside_is_followed() {
+        let dir = seeded();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("passwd"), "root").unwrap();
+        fs::remove_file(dir.path().join("a.yaml")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("passwd"), dir.path().join("a.yaml"))
+            .unwrap();
+        let err = commit(dir.path(), &plan()).unwrap_err();
+        assert!(matches!(err, Error::Escapes { .. }), "{err:?}");
+        assert_eq!(fs::read_to_string(outside.path().join("passwd")).unwrap(), "root");
+
+        let dir = seeded();
+        fs::create_dir(dir.path().join("real")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("deep")).unwrap();
+        commit(dir.path(), &plan()).unwrap();
+        assert!(dir.path().join("real/er/s.yaml").exists());
     }
 }
