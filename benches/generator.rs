@@ -3,13 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use ccm_assets::assets::cloud_access::CloudAccess;
+use ccm_assets::assets::MANIFEST_TARGETS;
 use ccm_assets::assets::openstack::Cloud;
 use ccm_assets::assets::openstack::cloud_conf;
-use ccm_assets::assets::openstack::lookup::{CloudFacts, Offline};
-use ccm_assets::assets::{self, Inputs, MANIFEST_TARGETS};
-use ccm_assets::cli::resolve;
-use ccm_assets::graph::store;
+use ccm_assets::assets::openstack::lookup::CloudFacts;
+use ccm_assets::create::{self, Env, Request, inputs};
+use ccm_assets::graph::{Graph, store};
 use ccm_assets::installconfig::{self, clouds};
 use ccm_formats::{gcfg, yaml};
 
@@ -22,20 +21,23 @@ fn example() -> PathBuf {
 }
 
 fn cloud() -> Cloud {
-    resolve::cloud(clouds::load(&[example().join("clouds.yaml")], "demo").unwrap()).unwrap()
+    inputs::cloud(clouds::load(&[example().join("clouds.yaml")], "demo").unwrap()).unwrap()
 }
 
-fn inputs() -> Inputs {
-    let config = installconfig::load(&example().join("install-config.yaml"), &Default::default())
-        .unwrap()
-        .config;
-    Inputs {
-        install_config: Some(config),
-        access: CloudAccess::OpenStack(Box::new(cloud())),
+/// The OpenStack example's graph, as `create manifests --offline --infra-id demo-x7k2p` builds
+/// it (inputs read from the example directory, which is never written).
+fn graph() -> Graph {
+    let vars = [("OS_CLIENT_CONFIG_FILE", example().join("clouds.yaml"))];
+    let env = Env::from_vars(
+        |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone().into()),
+        example(),
+    );
+    let request = Request {
+        offline: true,
         infra_id: Some("demo-x7k2p".into()),
-        lookup: Some(Box::new(Offline)),
-        ..Inputs::default()
-    }
+        ..Request::new(example(), env)
+    };
+    create::prepare(&request).unwrap().graph
 }
 
 /// Parsing, defaulting and validating the example install-config.
@@ -52,7 +54,7 @@ fn install_config_parse() -> installconfig::Loaded {
 fn graph_resolve_cold(bencher: divan::Bencher) {
     let dir = tempfile::tempdir().unwrap();
     bencher
-        .with_inputs(|| assets::graph(inputs()).unwrap())
+        .with_inputs(graph)
         .bench_values(|graph| store::resolve(&graph, dir.path(), MANIFEST_TARGETS, &[]).unwrap());
 }
 
@@ -60,8 +62,8 @@ fn graph_resolve_cold(bencher: divan::Bencher) {
 #[divan::bench]
 fn graph_resolve_noop(bencher: divan::Bencher) {
     let dir = tempfile::tempdir().unwrap();
-    store::create(&assets::graph(inputs()).unwrap(), dir.path(), MANIFEST_TARGETS, &[]).unwrap();
-    bencher.with_inputs(|| assets::graph(inputs()).unwrap()).bench_values(|graph| {
+    store::create(&graph(), dir.path(), MANIFEST_TARGETS, &[]).unwrap();
+    bencher.with_inputs(graph).bench_values(|graph| {
         let resolution = store::resolve(&graph, dir.path(), MANIFEST_TARGETS, &[]).unwrap();
         assert!(resolution.plan.is_empty());
         resolution
@@ -99,7 +101,7 @@ fn gcfg_parse(bencher: divan::Bencher) {
 #[divan::bench]
 fn yaml_write_manifest(bencher: divan::Bencher) {
     let dir = tempfile::tempdir().unwrap();
-    store::create(&assets::graph(inputs()).unwrap(), dir.path(), MANIFEST_TARGETS, &[]).unwrap();
+    store::create(&graph(), dir.path(), MANIFEST_TARGETS, &[]).unwrap();
     let text =
         std::fs::read_to_string(dir.path().join("manifests/ccm/20-deployment.yaml")).unwrap();
     let value: serde_json::Value = serde_saphyr::from_str(&text).unwrap();

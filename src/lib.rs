@@ -18,6 +18,7 @@
 
 pub mod assets;
 pub mod cli;
+pub mod create;
 pub mod files;
 pub mod graph;
 pub mod installconfig;

@@ -5,14 +5,18 @@
 //! credentials regenerates everything that depends on them. Its content holds secrets, which
 //! is why the state file is written with mode 0600.
 
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use super::aws::AwsKeys;
 use super::azure::ServicePrincipal;
 use super::gcp::ServiceAccount;
 use super::openstack::Cloud;
+use crate::create::Env;
 use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
-use crate::installconfig::Secret;
+use crate::installconfig::{CredentialsMode, InstallConfig, Secret};
 
 /// Asset id.
 pub const ID: AssetId = "cloud-access";
@@ -84,4 +88,44 @@ impl Asset for CloudAccessAsset {
     fn generate(&self, _: &Parents<'_>) -> Result<Output, AssetError> {
         Output::new(&self.access)
     }
+}
+
+/// What a platform's loader may read to reach its cloud (each platform's `access` module).
+#[derive(Debug, Clone, Copy)]
+pub struct AccessRequest<'a> {
+    /// The validated install-config.
+    pub config: &'a InstallConfig,
+    /// The environment of the run.
+    pub env: &'a Env,
+    /// `--ibm-account-id`.
+    pub ibm_account_id: Option<&'a str>,
+    /// `--offline`: no cloud call (the IBM account cannot be looked up).
+    pub offline: bool,
+}
+
+impl AccessRequest<'_> {
+    /// `credentialsMode: Manual`: the credentials the cluster would get are optional.
+    pub(crate) fn manual(&self) -> bool {
+        self.config.credentials_mode == Some(CredentialsMode::Manual)
+    }
+}
+
+/// What a platform loaded, and the input files (clouds.yaml) no asset may overwrite.
+#[derive(Debug, Default)]
+pub struct LoadedAccess {
+    /// The access, as the `cloud-access` asset carries it.
+    pub access: CloudAccess,
+    /// Input files that may lie inside the asset directory.
+    pub inputs: Vec<PathBuf>,
+}
+
+/// Reads `path`, or `None` when it does not exist.
+pub(crate) fn read_optional(path: &Path) -> anyhow::Result<Option<String>> {
+    crate::files::if_exists(std::fs::read_to_string(path))
+        .with_context(|| format!("could not read {}", path.display()))
+}
+
+/// `rel` under `$HOME`, when HOME is set.
+pub(crate) fn home_file(env: &Env, rel: &str) -> Option<PathBuf> {
+    env.home.as_ref().map(|home| home.join(rel))
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::cloud_access::CloudAccess;
+use super::cloud_access::{AccessRequest, CloudAccess, LoadedAccess};
 use super::openstack::lookup::CloudFacts;
 use super::options::Options;
 use crate::graph::{AssetError, File};
@@ -136,6 +136,13 @@ impl Syntax {
 
 /// What one platform contributes. Every method defaults to "nothing".
 pub trait Provider: Sync + std::fmt::Debug {
+    /// Loads what the platform needs to reach its cloud (credentials, the OpenStack cloud) from
+    /// the environment and files; the one provider method that does I/O (each platform's
+    /// `access` module). Platforms without cloud access load nothing.
+    fn load_access(&self, _: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
+        Ok(LoadedAccess::default())
+    }
+
     /// The cloud-provider ConfigMap content; `None` when the platform has no cloud config.
     fn cloud_provider_config(
         &self,

@@ -6,13 +6,12 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use super::access;
-use super::resolve::{self, Env};
+use super::resolve;
 use super::{Cli, Command, CreateArgs, CreateTarget, GraphFormat};
-use crate::assets::options::Options;
 use crate::assets::{self, Inputs};
+use crate::create::{self, Env, Request};
 use crate::graph::write::Plan;
-use crate::graph::{File, dot, store};
+use crate::graph::{File, dot};
 use crate::installconfig::{self, clouds};
 
 pub(super) fn run(cli: Cli) -> anyhow::Result<()> {
@@ -33,18 +32,12 @@ pub(super) fn is_invalid_input(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<installconfig::Error>().is_some_and(installconfig::Error::is_invalid_input)
             || e.downcast_ref::<clouds::Error>().is_some_and(clouds::Error::is_invalid_input)
-            || e.is::<resolve::CaError>()
+            || e.is::<create::CaError>()
     })
 }
 
-fn load_install_config(dir: &Path, env: &Env) -> anyhow::Result<installconfig::Loaded> {
-    let loaded =
-        installconfig::load(&resolve::install_config_path(dir), &env.install_config_defaults())?;
-    for warning in &loaded.warnings {
-        tracing::warn!("{warning}");
-    }
-    tracing::info!("Loaded {}", resolve::INSTALL_CONFIG);
-    Ok(loaded)
+fn env() -> anyhow::Result<Env> {
+    resolve::env_from_process().context("could not read the working directory")
 }
 
 fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
@@ -57,49 +50,27 @@ fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
         ibm_account_id,
         vsphere_config_format,
     } = args;
-    let images = resolve::images(ccm_image, ccm_assets_image);
-    let env = Env::from_process().context("could not read the working directory")?;
-    let config = load_install_config(&dir, &env)?.config;
-    let mut reserved = vec![resolve::INSTALL_CONFIG.to_owned()];
-    let ibm = access::IbmOptions { account_id: ibm_account_id, offline };
-    let (access, inputs) = access::load(&config, &env, &ibm)?;
-    reserved.extend(inputs.iter().filter_map(|file| relative_to(file, &dir)));
-    let vsphere_config_format = vsphere_config_format.parse().map_err(anyhow::Error::msg)?;
-    let options = Options { vsphere_config_format };
-    let lookup = resolve::lookup(offline);
-    let tls = resolve::tls(&dir)?;
-    let inputs = Inputs {
-        install_config: Some(config),
-        access,
+    let request = Request {
+        offline,
         infra_id,
-        lookup: Some(lookup),
-        options,
-        images,
-        tls,
+        ccm_image,
+        ccm_assets_image,
+        ibm_account_id,
+        vsphere_config_format,
+        ..Request::new(dir, env()?)
     };
-    let graph = assets::graph(inputs)?;
-    let reserved: Vec<&str> = reserved.iter().map(String::as_str).collect();
-    let run = store::create(&graph, &dir, assets::MANIFEST_TARGETS, &reserved)?;
-    let changed = run.plan.writes.len() + run.plan.removes.len();
-    if changed == 0 {
-        tracing::info!("Manifests in {} are up to date", dir.display());
+    let outcome = create::create_manifests(&request)?;
+    if outcome.unchanged() {
+        tracing::info!("Manifests in {} are up to date", request.dir.display());
     } else {
-        tracing::info!("Manifests created in {}", dir.display());
+        tracing::info!("Manifests created in {}", request.dir.display());
     }
     Ok(())
 }
 
-/// `file`'s path relative to `dir` when it lies inside it (an input no asset may overwrite).
-fn relative_to(file: &Path, dir: &Path) -> Option<String> {
-    let file = file.canonicalize().ok()?;
-    let dir = dir.canonicalize().ok()?;
-    file.strip_prefix(dir).ok().map(|p| p.to_string_lossy().into_owned())
-}
-
 fn validate(dir: &Path) -> anyhow::Result<()> {
-    let env = Env::from_process().context("could not read the working directory")?;
-    load_install_config(dir, &env)?;
-    tracing::info!("{} is valid", resolve::INSTALL_CONFIG);
+    create::load_install_config(dir, &env()?)?;
+    tracing::info!("{} is valid", create::INSTALL_CONFIG);
     Ok(())
 }
 

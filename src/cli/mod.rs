@@ -1,14 +1,15 @@
 //! Command-line definitions and help text (the manual), and dispatch to the commands.
 
-mod access;
 mod commands;
 mod log;
-pub mod resolve;
+pub(crate) mod resolve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand, ValueEnum};
+
+use crate::assets::vsphere::ConfigFormat;
 
 /// Exit code for invalid input (install-config.yaml, clouds.yaml), as distinct from other errors.
 pub const EXIT_INVALID_INPUT: u8 = 3;
@@ -189,8 +190,8 @@ pub struct CreateArgs {
     ///
     /// The YAML form is what current vSphere CCMs read; the INI form ([Global],
     /// [VirtualCenter "server"], [Workspace], [Labels]) is for older ones.
-    #[arg(long, value_name = "FORMAT", default_value = "yaml", value_parser = ["yaml", "ini"])]
-    pub vsphere_config_format: String,
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
+    pub vsphere_config_format: ConfigFormat,
 }
 
 /// Log levels, as the installer names them.

@@ -3,7 +3,7 @@
 
 use ccm_assets::assets::openstack::Cloud;
 use ccm_assets::assets::openstack::lookup::{Lookup, Online};
-use ccm_assets::cli::resolve;
+use ccm_assets::create::inputs;
 use ccm_assets::installconfig::clouds;
 
 use testkit::create::CreateManifests;
@@ -13,7 +13,7 @@ use crate::support::Test;
 
 fn cloud(env: &StackEnv, name: &str) -> Cloud {
     let file = std::path::PathBuf::from(&env["OPENSTACK_CLOUDS_YAML"]);
-    resolve::cloud(clouds::load(&[file], name).unwrap()).unwrap()
+    inputs::cloud(clouds::load(&[file], name).unwrap()).unwrap()
 }
 
 /// The OpenStack example for the stack's `cloud`, with `externalNetwork: network`.

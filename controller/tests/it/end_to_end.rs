@@ -6,10 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ccm_assets::assets::openstack::lookup::Online;
-use ccm_assets::assets::{self, Inputs, MANIFEST_TARGETS};
-use ccm_assets::graph::store;
-use ccm_assets::installconfig::{self, clouds};
+use ccm_assets::create::{Env, Request, create_manifests};
 use fake_kube_apiserver::FakeApiServer;
 use serde_json::{Value, json};
 
@@ -18,29 +15,20 @@ use testkit::stack::StackEnv;
 
 use crate::support::{Process, free_port, scene};
 
-/// Runs the generator (online: it asks the real cloud) into `dir`.
+/// Runs the generator (online: it asks the real cloud) into `dir`, as the CLI would.
 fn generate(dir: &Path, env: &StackEnv) {
-    let text = testkit::install_config::text(&testkit::install_config::openstack(
+    let config = testkit::install_config::openstack(
         &env["OPENSTACK_CLOUD_APPCRED"],
         &env["OPENSTACK_EXTERNAL_NETWORK"],
-    ));
-    let config =
-        installconfig::parse(&text, "install-config.yaml", &Default::default()).unwrap().config;
-    let selected = clouds::load(
-        &[env["OPENSTACK_CLOUDS_YAML"].clone().into()],
-        &env["OPENSTACK_CLOUD_APPCRED"],
-    )
-    .unwrap();
-    let inputs = Inputs {
-        install_config: Some(config),
-        access: ccm_assets::assets::cloud_access::CloudAccess::OpenStack(Box::new(
-            ccm_assets::cli::resolve::cloud(selected).unwrap(),
-        )),
-        infra_id: Some("e2e-x7k2p".into()),
-        lookup: Some(Box::new(Online::default())),
-        ..Inputs::default()
-    };
-    store::create(&assets::graph(inputs).unwrap(), dir, MANIFEST_TARGETS, &[]).unwrap();
+    );
+    testkit::install_config::write(dir, &config);
+    let clouds = env["OPENSTACK_CLOUDS_YAML"].clone();
+    let vars = Env::from_vars(
+        |name| (name == "OS_CLIENT_CONFIG_FILE").then(|| clouds.clone().into()),
+        dir.to_owned(),
+    );
+    let request = Request { infra_id: Some("e2e-x7k2p".into()), ..Request::new(dir, vars) };
+    create_manifests(&request).unwrap();
 }
 
 fn yaml(path: &Path) -> Value {

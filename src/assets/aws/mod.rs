@@ -3,6 +3,9 @@
 //! Pure functions: the CLI reads `~/.aws/credentials` and the `AWS_*` variables and passes
 //! their text in.
 
+mod access;
+
+use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +24,9 @@ use crate::installconfig::{AwsPlatform, InstallConfig, IpFamily, Secret};
 pub struct Aws;
 
 impl Provider for Aws {
+    fn load_access(&self, req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
+        access::load(req)
+    }
     fn cloud_provider_config(
         &self,
         ctx: &Context<'_>,

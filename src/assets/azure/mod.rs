@@ -3,6 +3,9 @@
 //! Pure functions: the CLI reads `~/.azure/osServicePrincipal.json` or the `AZURE_*` variables
 //! and passes their text in.
 
+mod access;
+
+use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +35,9 @@ fn principal<'a>(ctx: &Context<'a>) -> Result<&'a ServicePrincipal, AssetError> 
 pub struct Azure;
 
 impl Provider for Azure {
+    fn load_access(&self, req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
+        access::load(req)
+    }
     fn cloud_provider_config(
         &self,
         ctx: &Context<'_>,

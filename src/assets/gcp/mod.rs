@@ -4,6 +4,9 @@
 //! Pure functions: the CLI reads the service-account file (`GOOGLE_APPLICATION_CREDENTIALS` or
 //! `~/.gcp/osServiceAccount.json`) and passes its text in.
 
+mod access;
+
+use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -27,6 +30,9 @@ use ccm_formats::yaml::to_yaml;
 pub struct Gcp;
 
 impl Provider for Gcp {
+    fn load_access(&self, req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
+        access::load(req)
+    }
     fn cloud_provider_config(
         &self,
         ctx: &Context<'_>,

@@ -14,6 +14,9 @@ pub(crate) mod cloud_conf;
 pub mod iam;
 pub mod regions;
 
+use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
+pub(crate) mod access;
+
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
@@ -164,6 +167,11 @@ pub struct IbmCloud;
 const APP: &str = "ibm-cloud-controller-manager";
 
 impl Provider for IbmCloud {
+    fn load_access(&self, req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
+        let endpoints =
+            req.config.platform.ibmcloud.as_ref().map(|p| p.service_endpoints.as_slice());
+        access::load(req, endpoints.unwrap_or_default())
+    }
     fn cloud_provider_config(
         &self,
         ctx: &Context<'_>,

@@ -6,6 +6,9 @@
 //! install-config ┴───────────────────────────┴── cloud-provider-config (via [`OpenStack`])
 //! ```
 
+mod access;
+
+use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 pub mod cloud_conf;
 pub mod credentials;
 pub mod lookup;
@@ -51,6 +54,9 @@ fn selected<'a>(ctx: &Context<'a>) -> Result<&'a Cloud, AssetError> {
 }
 
 impl Provider for OpenStack {
+    fn load_access(&self, req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
+        access::load(req)
+    }
     fn cloud_provider_config(
         &self,
         ctx: &Context<'_>,

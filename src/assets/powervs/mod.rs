@@ -5,6 +5,7 @@
 //! cloudproviderconfig.go` writes it. The account ID comes from [`super::ibmcloud::iam`];
 //! PowerVS has no kube-system credentials Secret (it accepts only `Manual` credentials mode).
 
+use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use serde_json::{Value, json};
 
 use super::ibmcloud::cloud_conf::{self, Vpc, service};
@@ -125,6 +126,11 @@ pub fn infrastructure(config: &InstallConfig) -> (Value, Value) {
 pub struct PowerVs;
 
 impl Provider for PowerVs {
+    fn load_access(&self, req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
+        let endpoints =
+            req.config.platform.powervs.as_ref().map(|p| p.service_endpoints.as_slice());
+        crate::assets::ibmcloud::access::load(req, endpoints.unwrap_or_default())
+    }
     fn cloud_provider_config(
         &self,
         ctx: &Context<'_>,

@@ -14,9 +14,7 @@ mod ini;
 mod yaml;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::IpAddr;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -37,46 +35,18 @@ pub const REGION_TAG_CATEGORY: &str = "openshift-region";
 /// The vCenter tag category whose tags name each failure domain's zone.
 pub const ZONE_TAG_CATEGORY: &str = "openshift-zone";
 
-/// Which cloud config to write (`--vsphere-config-format`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Which cloud config to write (`--vsphere-config-format`; the flag's values are the serde
+/// names).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ConfigFormat {
-    /// vsphere-cloud-provider's YAML, what the out-of-tree CCM reads natively.
+    /// The YAML of vsphere-cloud-provider, which the out-of-tree CCM reads natively.
     #[default]
     Yaml,
     /// The legacy gcfg (INI) file, which the CCM still accepts.
     Ini,
-}
-
-impl ConfigFormat {
-    /// Every spelling, as the flag accepts them.
-    pub const VALUES: &'static [&'static str] = &["yaml", "ini"];
-
-    /// The flag's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Yaml => "yaml",
-            Self::Ini => "ini",
-        }
-    }
-}
-
-impl fmt::Display for ConfigFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ConfigFormat {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "yaml" => Ok(Self::Yaml),
-            "ini" => Ok(Self::Ini),
-            other => Err(format!("unknown vSphere config format {other:?} (expected yaml or ini)")),
-        }
-    }
 }
 
 /// `platform.vsphere.nodeNetworking` (openshift/api `VSpherePlatformNodeNetworking`): which
