@@ -4,7 +4,7 @@ use std::io;
 
 /// `Ok(None)` for a read that failed because the file does not exist; other failures stay
 /// errors (each caller adds its own context).
-pub fn if_exists<T>(read: io::Result<T>) -> io::Result<Option<T>> {
+pub(crate) fn if_exists<T>(read: io::Result<T>) -> io::Result<Option<T>> {
     match read {
         Ok(value) => Ok(Some(value)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),

@@ -19,8 +19,8 @@
 pub mod assets;
 pub mod cli;
 pub mod create;
-pub mod files;
+pub(crate) mod files;
 pub mod graph;
 pub mod installconfig;
-pub mod render;
-pub mod templates;
+pub(crate) mod render;
+pub(crate) mod templates;

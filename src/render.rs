@@ -18,7 +18,7 @@ use crate::graph::write::{self, Plan};
 
 /// Why rendering failed.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// An input could not be read.
     #[error("could not read {}", path.display())]
     Read {
@@ -56,7 +56,7 @@ pub enum Error {
 
 /// What `render` did.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Rendered {
+pub(crate) enum Rendered {
     /// No cloud-provider config: nothing to start.
     Nothing,
     /// The files written, relative to the destination.
@@ -64,7 +64,7 @@ pub enum Rendered {
 }
 
 /// Renders the bootstrap CCM from `asset_dir` into `dest_dir`.
-pub fn render(asset_dir: &Path, dest_dir: &Path) -> Result<Rendered, Error> {
+pub(crate) fn render(asset_dir: &Path, dest_dir: &Path) -> Result<Rendered, Error> {
     if !asset_dir.is_dir() {
         return Err(Error::NoAssetDir { path: asset_dir.to_owned() });
     }

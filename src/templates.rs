@@ -4,7 +4,7 @@ use handlebars::Handlebars;
 use serde_json::json;
 
 /// A template that failed to render (a missing variable, in strict mode).
-pub type Error = handlebars::RenderError;
+pub(crate) type Error = handlebars::RenderError;
 
 const BOOTKUBE: &str = include_str!("../templates/ccm-bootstrap.sh.hbs");
 
@@ -16,7 +16,7 @@ fn registry() -> Handlebars<'static> {
 }
 
 /// `bootkube/ccm-bootstrap.sh`, running `ccm-assets render` from `image`.
-pub fn bootkube_stage(image: &str) -> Result<String, Error> {
+pub(crate) fn bootkube_stage(image: &str) -> Result<String, Error> {
     registry().render_template(BOOTKUBE, &json!({"image": image}))
 }
 

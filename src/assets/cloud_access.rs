@@ -15,11 +15,13 @@ use super::azure::ServicePrincipal;
 use super::gcp::ServiceAccount;
 use super::openstack::Cloud;
 use crate::create::Env;
-use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
+use crate::graph::{Asset, AssetError, AssetId, Key, Output, Parents};
 use crate::installconfig::{CredentialsMode, InstallConfig, Secret};
 
 /// Asset id.
 pub const ID: AssetId = "cloud-access";
+/// [`ID`] with its content type, for `Parents::get`.
+pub const KEY: Key<CloudAccess> = Key::new(ID);
 
 /// The loaded access, one variant per platform that needs one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

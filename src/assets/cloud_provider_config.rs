@@ -13,12 +13,14 @@ use super::openstack::lookup::{self, CloudFacts};
 use super::options::{self, Options};
 use super::provider::{CloudProviderConfig, Context};
 use super::{cluster_id, install_config, platform};
-use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
+use crate::graph::{Asset, AssetError, AssetId, File, Key, Output, Parents};
 use crate::installconfig::InstallConfig;
 use ccm_formats::yaml::to_yaml;
 
 /// Asset id.
 pub const ID: AssetId = "cloud-provider-config";
+/// [`ID`] with its content type, for `Parents::get`.
+pub const KEY: Key<Option<CloudProviderConfig>> = Key::new(ID);
 
 /// The file written.
 pub const PATH: &str = "manifests/cloud-provider-config.yaml";
@@ -75,11 +77,11 @@ impl Asset for CloudProviderConfigAsset {
         &[install_config::ID, cluster_id::ID, cloud_access::ID, lookup::ID, options::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let config: InstallConfig = parents.get(install_config::ID)?;
-        let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
-        let access: CloudAccess = parents.get(cloud_access::ID)?;
-        let facts: Option<CloudFacts> = parents.get(lookup::ID)?;
-        let options: Options = parents.get(options::ID)?;
+        let config: InstallConfig = parents.get(&install_config::KEY)?;
+        let id: cluster_id::ClusterId = parents.get(&cluster_id::KEY)?;
+        let access: CloudAccess = parents.get(&cloud_access::KEY)?;
+        let facts: Option<CloudFacts> = parents.get(&lookup::KEY)?;
+        let options: Options = parents.get(&options::KEY)?;
         let ctx = Context {
             config: &config,
             infra_id: &id.infra_id,

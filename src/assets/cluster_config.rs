@@ -32,7 +32,7 @@ impl Asset for ClusterConfigAsset {
         &[install_config::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let mut config: Value = parents.get(install_config::ID)?;
+        let mut config = parents.get(&install_config::KEY.raw())?;
         if let Some(platform) = config.get_mut("platform") {
             drop_passwords(platform);
         }

@@ -6,11 +6,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::install_config;
-use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
+use crate::graph::{Asset, AssetError, AssetId, Key, Output, Parents};
 use crate::installconfig::InstallConfig;
 
 /// Asset id.
 pub const ID: AssetId = "cluster-id";
+/// [`ID`] with its content type, for `Parents::get`.
+pub const KEY: Key<ClusterId> = Key::new(ID);
 
 /// The installer's limit: 27 characters in all, so 21 for the name part.
 const MAX_LEN: usize = 27;
@@ -52,7 +54,7 @@ impl Asset for ClusterIdAsset {
         &[install_config::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let config: InstallConfig = parents.get(install_config::ID)?;
+        let config: InstallConfig = parents.get(&install_config::KEY)?;
         let name = config.metadata.name;
         let infra_id = match (&self.pinned, parents.previous::<ClusterId>()) {
             (Some(pinned), _) => pinned.clone(),

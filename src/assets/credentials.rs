@@ -13,12 +13,14 @@ use super::cloud_access::{self, CloudAccess};
 use super::options::{self, Options};
 use super::provider::{Context, SecretData};
 use super::{cluster_id, install_config, platform};
-use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
+use crate::graph::{Asset, AssetError, AssetId, File, Key, Output, Parents};
 use crate::installconfig::{CredentialsMode, InstallConfig};
 use ccm_formats::yaml::to_yaml;
 
 /// Asset id.
 pub const ID: AssetId = "credentials";
+/// [`ID`] with its content type, for `Parents::get`.
+pub const KEY: Key<Option<Credentials>> = Key::new(ID);
 
 /// The Secret's file (absent with `credentialsMode: Manual`).
 pub const SECRET_PATH: &str = "openshift/99_cloud-creds-secret.yaml";
@@ -107,10 +109,10 @@ impl Asset for CredentialsAsset {
         &[install_config::ID, cluster_id::ID, cloud_access::ID, options::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let config: InstallConfig = parents.get(install_config::ID)?;
-        let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
-        let access: CloudAccess = parents.get(cloud_access::ID)?;
-        let options: Options = parents.get(options::ID)?;
+        let config: InstallConfig = parents.get(&install_config::KEY)?;
+        let id: cluster_id::ClusterId = parents.get(&cluster_id::KEY)?;
+        let access: CloudAccess = parents.get(&cloud_access::KEY)?;
+        let options: Options = parents.get(&options::KEY)?;
         let row = platform::of(&config)?;
         let Some(name) = row.provider.secret_name() else {
             return Ok(Output::default());

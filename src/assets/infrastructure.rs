@@ -104,9 +104,9 @@ impl Asset for InfrastructureAsset {
         &[install_config::ID, cluster_id::ID, cloud_conf::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let config: InstallConfig = parents.get(install_config::ID)?;
-        let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
-        let cloud_config: Option<CloudProviderConfig> = parents.get(cloud_conf::ID)?;
+        let config: InstallConfig = parents.get(&install_config::KEY)?;
+        let id: cluster_id::ClusterId = parents.get(&cluster_id::KEY)?;
+        let cloud_config: Option<CloudProviderConfig> = parents.get(&cloud_conf::KEY)?;
         let mut infra = infrastructure(&config, &id.infra_id)?;
         if cloud_config.is_some() {
             infra.spec.cloud_config =

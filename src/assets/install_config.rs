@@ -1,10 +1,12 @@
 //! The install-config source asset: the validated config, defaults applied, as graph content.
 
-use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
+use crate::graph::{Asset, AssetError, AssetId, Key, Output, Parents};
 use crate::installconfig::InstallConfig;
 
 /// Asset id.
 pub const ID: AssetId = "install-config";
+/// [`ID`] with its content type, for `Parents::get`.
+pub const KEY: Key<InstallConfig> = Key::new(ID);
 
 /// Holds the install-config the command loaded; it writes no file (inputs are never rewritten).
 #[derive(Debug)]

@@ -6,10 +6,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::vsphere::ConfigFormat;
-use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
+use crate::graph::{Asset, AssetError, AssetId, Key, Output, Parents};
 
 /// Asset id.
 pub const ID: AssetId = "options";
+/// [`ID`] with its content type, for `Parents::get`.
+pub const KEY: Key<Options> = Key::new(ID);
 
 /// The choices.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -28,7 +28,7 @@ impl Asset for TrustBundleAsset {
         &[install_config::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let config: InstallConfig = parents.get(install_config::ID)?;
+        let config: InstallConfig = parents.get(&install_config::KEY)?;
         let Some(bundle) = config.additional_trust_bundle.filter(|b| !b.trim().is_empty()) else {
             return Ok(Output::default());
         };

@@ -22,6 +22,32 @@ use serde_json::Value;
 /// A stable asset id such as `"cloud-provider-config"`; renaming one orphans old state.
 pub type AssetId = &'static str;
 
+/// An asset's id together with the type of its content, so that a parent is read as what it
+/// is: `parents.get(&cluster_id::KEY)` is a `ClusterId`, never a guess at the call site.
+pub struct Key<T> {
+    /// The asset's id.
+    pub id: AssetId,
+    content: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> Key<T> {
+    /// The key of asset `id`, whose content decodes as `T`.
+    pub const fn new(id: AssetId) -> Key<T> {
+        Key { id, content: std::marker::PhantomData }
+    }
+
+    /// The same asset read as raw JSON (to re-serialize it untouched).
+    pub const fn raw(&self) -> Key<Value> {
+        Key::new(self.id)
+    }
+}
+
+impl<T> std::fmt::Debug for Key<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Key").field(&self.id).finish()
+    }
+}
+
 /// The error an asset returns from `generate` or `load`: each asset family has its own type.
 pub type AssetError = Box<dyn std::error::Error + Send + Sync>;
 

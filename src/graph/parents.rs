@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{AssetId, Error, Result};
+use super::{AssetId, Error, Key, Result};
 
 /// What one asset's `generate` may read.
 pub struct Parents<'a> {
@@ -31,8 +31,9 @@ impl<'a> Parents<'a> {
         Parents { asset, declared, contents, previous, read: RefCell::default() }
     }
 
-    /// The content of the declared parent `id`, decoded as `T`.
-    pub fn get<T: DeserializeOwned>(&self, id: AssetId) -> Result<T> {
+    /// The content of the declared parent `key`, decoded as its type.
+    pub fn get<T: DeserializeOwned>(&self, key: &Key<T>) -> Result<T> {
+        let id = key.id;
         let Some(parent) = self.declared.iter().copied().find(|d| *d == id) else {
             return Err(Error::UndeclaredParent { asset: self.asset, parent: id });
         };
@@ -67,8 +68,8 @@ mod tests {
     fn reading_an_undeclared_parent_is_an_error() {
         let contents = BTreeMap::from([("a", json!(1)), ("b", json!(2))]);
         let parents = Parents::new("c", &["a"], &contents, None);
-        assert_eq!(parents.get::<u32>("a").unwrap(), 1);
-        let err = parents.get::<u32>("b").unwrap_err();
+        assert_eq!(parents.get(&Key::<u32>::new("a")).unwrap(), 1);
+        let err = parents.get(&Key::<u32>::new("b")).unwrap_err();
         assert_eq!(
             err.to_string(),
             r#"asset "c" read "b", which is not among its declared dependencies"#
@@ -79,7 +80,7 @@ mod tests {
     fn unread_lists_declared_parents_that_were_not_read() {
         let contents = BTreeMap::from([("a", json!(1)), ("b", json!(2))]);
         let parents = Parents::new("c", &["a", "b"], &contents, None);
-        let _: u32 = parents.get("b").unwrap();
+        let _: u32 = parents.get(&Key::new("b")).unwrap();
         assert_eq!(parents.unread(), vec!["a"]);
     }
 

@@ -77,11 +77,6 @@ impl State {
         bytes.push(b'\n');
         Ok(bytes)
     }
-
-    /// The recorded hash of `path`, whichever asset wrote it.
-    pub fn file_hash(&self, path: &str) -> Option<&str> {
-        self.assets.values().find_map(|a| a.files.get(path)).map(String::as_str)
-    }
 }
 
 /// Hex sha256 of `bytes`.

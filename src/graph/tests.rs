@@ -103,7 +103,7 @@ impl Fixture {
 fn joined(id: AssetId, deps: &[AssetId], p: &Parents<'_>) -> Result<Output, AssetError> {
     let mut parts = Vec::new();
     for d in deps {
-        parts.push(p.get::<String>(d)?);
+        parts.push(p.get(&Key::<String>::new(d))?);
     }
     let content = format!("{id}({})", parts.join("+"));
     Ok(Output::new(&content)?.with_file(File::new(format!("out/{id}.txt"), content.clone())))
@@ -213,7 +213,7 @@ fn a_failing_asset_leaves_the_directory_unchanged() {
         "last",
         &["bottom"],
         move |p| {
-            let _: String = p.get("bottom")?;
+            let _: String = p.get(&Key::new("bottom"))?;
             if *flag.lock().unwrap() { Err("boom".into()) } else { Ok(Output::default()) }
         },
         None,
@@ -244,7 +244,7 @@ fn deleted_output_is_restored_and_stale_output_is_removed_unless_edited() {
         "optional",
         &["input"],
         move |p| {
-            let v: String = p.get("input")?;
+            let v: String = p.get(&Key::new("input"))?;
             let mut out = Output::new(&v)?;
             if *w.lock().unwrap() {
                 out = out

@@ -14,7 +14,6 @@ use time::{Duration, OffsetDateTime};
 
 use super::tls::{self, Tls};
 use crate::assets::cloud_provider_config as cloud_conf;
-use crate::assets::provider::CloudProviderConfig;
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents, state};
 use ccm_formats::kubeconfig::{ClientCertificate, Kubeconfig};
 use ccm_formats::pem;
@@ -58,8 +57,8 @@ impl Asset for KubeconfigAsset {
         &[tls::ID, cloud_conf::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let tls: Tls = parents.get(tls::ID)?;
-        if parents.get::<Option<CloudProviderConfig>>(cloud_conf::ID)?.is_none() {
+        let tls: Tls = parents.get(&tls::KEY)?;
+        if parents.get(&cloud_conf::KEY)?.is_none() {
             return Ok(Output::default());
         }
         let issuer = match &tls.signer {

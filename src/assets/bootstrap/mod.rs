@@ -104,10 +104,10 @@ impl Asset for BootstrapAsset {
         &[install_config::ID, cluster_id::ID, cloud_conf::ID, credentials::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let config: InstallConfig = parents.get(install_config::ID)?;
-        let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
-        let content: Option<CloudProviderConfig> = parents.get(cloud_conf::ID)?;
-        let creds: Option<credentials::Credentials> = parents.get(credentials::ID)?;
+        let config: InstallConfig = parents.get(&install_config::KEY)?;
+        let id: cluster_id::ClusterId = parents.get(&cluster_id::KEY)?;
+        let content: Option<CloudProviderConfig> = parents.get(&cloud_conf::KEY)?;
+        let creds: Option<credentials::Credentials> = parents.get(&credentials::KEY)?;
         let row = platform::of(&config)?;
         let (Some(content), Some(spec)) = (content, row.provider.ccm()) else {
             return Ok(Output::default());

@@ -3,10 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
+use crate::graph::{Asset, AssetError, AssetId, Key, Output, Parents};
 
 /// Asset id.
 pub const ID: AssetId = "bootstrap/tls";
+/// [`ID`] with its content type, for `Parents::get`.
+pub const KEY: Key<Tls> = Key::new(ID);
 
 /// The signer's certificate, relative to the asset directory.
 pub const SIGNER_CERT: &str = "tls/kube-control-plane-signer.crt";

@@ -56,11 +56,11 @@ impl Asset for CcmAsset {
         &[install_config::ID, cluster_id::ID, cloud_conf::ID, credentials::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let config: InstallConfig = parents.get(install_config::ID)?;
-        let id: cluster_id::ClusterId = parents.get(cluster_id::ID)?;
-        let provider_config: Option<CloudProviderConfig> = parents.get(cloud_conf::ID)?;
+        let config: InstallConfig = parents.get(&install_config::KEY)?;
+        let id: cluster_id::ClusterId = parents.get(&cluster_id::KEY)?;
+        let provider_config: Option<CloudProviderConfig> = parents.get(&cloud_conf::KEY)?;
         // `null` where the platform has no credentials Secret.
-        let creds: Option<Credentials> = parents.get(credentials::ID)?;
+        let creds: Option<Credentials> = parents.get(&credentials::KEY)?;
         let creds = creds.and_then(|c| c.data);
         let row = platform::of(&config)?;
         let (Some(provider_config), Some(spec)) = (provider_config, row.provider.ccm()) else {

@@ -13,11 +13,13 @@ use serde::{Deserialize, Serialize};
 use super::Cloud;
 use crate::assets::cloud_access::{self, CloudAccess};
 use crate::assets::install_config;
-use crate::graph::{Asset, AssetError, AssetId, Output, Parents};
+use crate::graph::{Asset, AssetError, AssetId, Key, Output, Parents};
 use crate::installconfig::InstallConfig;
 
 /// Asset id.
 pub const ID: AssetId = "openstack/cloud-facts";
+/// [`ID`] with its content type, for `Parents::get`.
+pub const KEY: Key<Option<CloudFacts>> = Key::new(ID);
 
 /// What the cloud told us (or what `--offline` assumed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,8 +96,8 @@ impl Asset for CloudFactsAsset {
         &[install_config::ID, cloud_access::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
-        let config: InstallConfig = parents.get(install_config::ID)?;
-        let access: CloudAccess = parents.get(cloud_access::ID)?;
+        let config: InstallConfig = parents.get(&install_config::KEY)?;
+        let access: CloudAccess = parents.get(&cloud_access::KEY)?;
         let (Some(openstack), Some(cloud)) = (config.platform.openstack, access.openstack()) else {
             return Ok(Output::default());
         };
