@@ -5,6 +5,8 @@
 #   and the shellcheck binary from Debian (apt-get update only when the package is missing)
 #   target/test-tools/gcfg-oracle   tests/oracle/gcfg/main.go built against Debian's gcfg 1.2.3
 #                            (the upstream CCM's cloud.conf parser) with Debian's Go 1.19, offline
+#   target/test-tools/bin/kubectl   Debian's kubernetes-client, unpacked (not installed: another
+#                            kubectl may own /usr/bin/kubectl), for the fake API server's tests
 # Idempotent: a second run checks a stamp and the executables and returns in well under a second.
 # Fails loudly (non-zero, with the failing step) if anything cannot be installed.
 # Tests find the tools through CCM_TEST_TOOLS=<repo>/target/test-tools (scripts/test.sh exports it).
@@ -76,6 +78,23 @@ if [ ! -x "$oracle" ] || [ "$oracle_src" -nt "$oracle" ]; then
     "$go" build -o "$oracle" "$oracle_src" || die "go build $oracle_src"
 fi
 
+# kubectl from Debian's kubernetes-client: downloaded and unpacked into the tools directory,
+# never installed (a kubectl from another package may own /usr/bin/kubectl).
+kubectl=$root/bin/kubectl
+if [ ! -x "$kubectl" ]; then
+  log "unpacking Debian's kubernetes-client into $root/bin"
+  deb_dir=$(mktemp -d)
+  trap 'rm -rf "$deb_dir"' EXIT
+  if ! (cd "$deb_dir" && apt-get download -qq kubernetes-client >/dev/null 2>&1); then
+    apt-get update -qq || die "apt-get update"
+    (cd "$deb_dir" && apt-get download -qq kubernetes-client) || die "apt-get download kubernetes-client"
+  fi
+  dpkg-deb -x "$deb_dir"/kubernetes-client_*.deb "$deb_dir/x" || die "dpkg-deb -x kubernetes-client"
+  mkdir -p "$root/bin"
+  install -m 0755 "$deb_dir/x/usr/bin/kubectl" "$kubectl"
+  "$kubectl" version --client >/dev/null 2>&1 || die "$kubectl does not run"
+fi
+
 read -r kv_version sdk_version < <("$venv/bin/python" -c \
   'import importlib.metadata as m; print(m.version("kubernetes-validate"), m.version("openstacksdk"))')
 sc_version=$(shellcheck --version | sed -n 's/^version: //p')
@@ -83,4 +102,5 @@ log "kubernetes-validate $kv_version: $venv/bin/kubernetes-validate"
 log "openstacksdk $sdk_version: $venv/bin/python"
 log "shellcheck $sc_version: $(command -v shellcheck)"
 log "gcfg $(dpkg-query -W -f='${Version}' golang-gopkg-gcfg.v1-dev) oracle: $oracle"
+log "kubectl $("$kubectl" version --client --short 2>/dev/null || "$kubectl" version --client | head -n 1): $kubectl"
 log "tests use CCM_TEST_TOOLS=$root"

@@ -1,31 +1,44 @@
-//! A wire-level fake Kubernetes API server (HTTP + JSON + chunked watch) for tests.
+//! A wire-level fake Kubernetes API server, for tests and for kubectl: the library serves it
+//! in-process (`FakeApiServer::start`), the `fake-kube-apiserver` binary on an address.
 //!
-//! No kube-apiserver can be installed on this machine, so tests run kube-rs against this
-//! server over real HTTP on 127.0.0.1: list and get with resourceVersion, `?watch=true`
-//! streams of `{"type","object"}` lines starting after the requested resourceVersion,
-//! create / replace / delete, JSON merge patch and strategic merge patch (as a merge patch
-//! plus `$patch` directives), status subresources, and 404/409/415 as `Status` objects.
-//! Server-side apply is not implemented (415). Any resource path works; the kinds of
-//! `nodes`, `secrets`, `events` and `leases` are named.
+//! No kube-apiserver can be installed on this machine, so clients (kube-rs, kubectl, the
+//! release controller binary) talk to this one over real HTTP on 127.0.0.1. Served, as the real
+//! server does it:
+//! - discovery: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}[/{version}]` for the kinds
+//!   of [`discovery::KINDS`] (Nodes, Namespaces, Services and Pods with `status` subresources,
+//!   Secrets, ConfigMaps, Endpoints, Events in `v1` and `events.k8s.io/v1`, Leases);
+//! - list and get (`labelSelector`, `fieldSelector`, a `Table` for kubectl's default output),
+//!   create (`generateName`), replace with resourceVersion preconditions (409), delete (with or
+//!   without `DeleteOptions`), merge, strategic merge and JSON patches;
+//! - finalizers: a delete only sets `deletionTimestamp`; the object goes when its last
+//!   finalizer is removed; no finalizer may be added meanwhile (422);
+//! - `?watch=true` streams from a resourceVersion, `BOOKMARK`s with `allowWatchBookmarks`, and
+//!   `410 Expired` for a resourceVersion older than the kept history;
+//! - `Status` bodies for every error (404, 405, 409, 410, 415, 422).
+//!
+//! Not served: server-side apply (415), authentication (every request is allowed), admission
+//! and defaulting, validation beyond names, OpenAPI documents (use `kubectl --validate=false`),
+//! aggregated discovery, protobuf. Paths of kinds it does not list still store and return
+//! JSON, so tests of other kinds keep working.
 
+pub mod discovery;
+mod handler;
+mod patch;
+mod selector;
 mod store;
 mod watch;
 
-use watch::{field_selector_matches, watch_response};
-
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
-use axum::response::Response;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-pub use store::{Event, Failure, ObjectKey, Resource, Store};
+pub use store::{Event, Failure, ObjectKey, PatchType, Resource, Store};
+
+use handler::handle;
 
 /// One request as the fake saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,13 +55,31 @@ pub struct Request {
     pub body: String,
 }
 
+/// How the server behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// How many changes are kept for watches; a watch from an older resourceVersion gets 410.
+    pub history: usize,
+    /// How often a watch that allows bookmarks gets one.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { history: 10_000, bookmark_interval: Duration::from_secs(1) }
+    }
+}
+
 struct Shared {
     store: Mutex<Store>,
     events: broadcast::Sender<Event>,
+    /// Bumped to end every open watch.
+    restarts: tokio::sync::watch::Sender<u64>,
     requests: Mutex<Vec<Request>>,
+    bookmark_interval: Duration,
 }
 
-/// A running fake API server; dropping it does not stop the task (the test runtime ends it).
+/// A running fake API server; dropping it does not stop the task (the runtime ends it).
 #[derive(Clone)]
 pub struct FakeApiServer {
     addr: SocketAddr,
@@ -64,20 +95,39 @@ impl std::fmt::Debug for FakeApiServer {
 impl FakeApiServer {
     /// Starts the server on 127.0.0.1 with a free port.
     pub async fn start() -> std::io::Result<Self> {
+        Self::start_with(Options::default()).await
+    }
+
+    /// Starts the server on 127.0.0.1 with a free port and `options`.
+    pub async fn start_with(options: Options) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let (server, run) = Self::serve(listener, options)?;
+        tokio::spawn(async move {
+            // Runs until the runtime stops; an accept error ends the test visibly.
+            let _ = run.await;
+        });
+        Ok(server)
+    }
+
+    /// Serves on `listener` with `options`; the future runs the server until it is dropped
+    /// (the binary awaits it next to its signal handler; [`FakeApiServer::start`] spawns it).
+    pub fn serve(
+        listener: tokio::net::TcpListener,
+        options: Options,
+    ) -> std::io::Result<(Self, impl Future<Output = std::io::Result<()>> + Send)> {
         let addr = listener.local_addr()?;
         let (events, _) = broadcast::channel(4096);
         let shared = Arc::new(Shared {
-            store: Mutex::new(Store::default()),
+            store: Mutex::new(Store::with_history(options.history)),
             events,
+            restarts: tokio::sync::watch::Sender::new(0),
             requests: Mutex::new(Vec::new()),
+            bookmark_interval: options.bookmark_interval,
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
-        tokio::spawn(async move {
-            // The server runs until the runtime stops; an accept error ends the test visibly.
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(FakeApiServer { addr, shared })
+        let server = FakeApiServer { addr, shared };
+        let run = async move { axum::serve(listener, app).await };
+        Ok((server, run))
     }
 
     /// `http://127.0.0.1:port`.
@@ -105,15 +155,10 @@ impl FakeApiServer {
     /// Creates an object directly (as another client would).
     pub fn create(&self, api_version: &str, plural: &str, namespace: &str, object: Value) -> Value {
         let resource = Resource { api_version: api_version.into(), plural: plural.into() };
-        let mut store = self.lock();
-        let before = store.rv();
-        let created =
-            store.create(&resource, namespace, object).expect("fixture object is created");
-        self.publish(&store, before);
-        created
+        self.change(|store| store.create(&resource, namespace, object)).expect("fixture is created")
     }
 
-    /// Merge-patches an object directly.
+    /// Merge-patches an object directly (its `status` through the status subresource).
     pub fn patch(
         &self,
         api_version: &str,
@@ -123,17 +168,16 @@ impl FakeApiServer {
         patch: Value,
     ) -> Value {
         let key = key(api_version, plural, namespace, name);
-        let mut store = self.lock();
-        let before = store.rv();
-        let patched = store.patch(&key, &patch, false).expect("fixture patch applies");
-        let patched = match patch.get("status") {
-            Some(status) => {
-                store.patch(&key, &json!({"status": status}), true).expect("status patch applies")
+        self.change(|store| {
+            let patched = store.patch(&key, PatchType::Merge, &patch, false)?;
+            match patch.get("status") {
+                Some(status) => {
+                    store.patch(&key, PatchType::Merge, &json!({"status": status}), true)
+                }
+                None => Ok(patched),
             }
-            None => patched,
-        };
-        self.publish(&store, before);
-        patched
+        })
+        .expect("fixture patch applies")
     }
 
     /// One object, if it exists.
@@ -147,12 +191,10 @@ impl FakeApiServer {
         self.lock().get(&key(api_version, plural, namespace, name)).ok()
     }
 
-    /// Deletes an object directly.
+    /// Deletes an object directly (with finalizers: marks it).
     pub fn delete(&self, api_version: &str, plural: &str, namespace: &str, name: &str) {
-        let mut store = self.lock();
-        let before = store.rv();
-        let _ = store.delete(&key(api_version, plural, namespace, name));
-        self.publish(&store, before);
+        let key = key(api_version, plural, namespace, name);
+        let _ = self.change(|store| store.delete(&key));
     }
 
     /// Objects of one resource in all namespaces.
@@ -161,12 +203,28 @@ impl FakeApiServer {
         self.lock().list(&resource, None)
     }
 
+    /// Ends every open watch and forgets the change history, as an API server restarting
+    /// after an etcd compaction does: a watch resumed from an earlier resourceVersion gets
+    /// `410 Expired` (clients must relist).
+    pub fn compact(&self) {
+        let mut store = self.lock();
+        self.shared.restarts.send_modify(|generation| *generation += 1);
+        store.compact();
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Store> {
         self.shared.store.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn publish(&self, store: &Store, after: u64) {
-        publish(&self.shared, store, after);
+    fn change(
+        &self,
+        f: impl FnOnce(&mut Store) -> Result<Value, Failure>,
+    ) -> Result<Value, Failure> {
+        let mut store = self.lock();
+        let before = store.rv();
+        let result = f(&mut store);
+        publish(&self.shared, &store, before);
+        result
     }
 }
 
@@ -183,160 +241,6 @@ fn key(api_version: &str, plural: &str, namespace: &str, name: &str) -> ObjectKe
 fn publish(shared: &Shared, store: &Store, after: u64) {
     for event in store.log.iter().filter(|e| e.rv > after) {
         let _ = shared.events.send(event.clone());
-    }
-}
-
-/// The parsed path: `/api/v1[/namespaces/{ns}]/{plural}[/{name}[/{sub}]]` or `/apis/{g}/{v}/…`.
-struct Target {
-    resource: Resource,
-    namespace: Option<String>,
-    name: Option<String>,
-    subresource: Option<String>,
-}
-
-fn parse_path(path: &str) -> Option<Target> {
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (api_version, rest) = match parts.as_slice() {
-        ["api", version, rest @ ..] => ((*version).to_owned(), rest),
-        ["apis", group, version, rest @ ..] => (format!("{group}/{version}"), rest),
-        _ => return None,
-    };
-    let (namespace, rest) = match rest {
-        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some((*ns).to_owned()), rest),
-        _ => (None, rest),
-    };
-    let (plural, name, subresource) = match rest {
-        [plural] => (plural, None, None),
-        [plural, name] => (plural, Some(*name), None),
-        [plural, name, sub] => (plural, Some(*name), Some(*sub)),
-        _ => return None,
-    };
-    Some(Target {
-        resource: Resource { api_version, plural: (*plural).to_owned() },
-        namespace,
-        name: name.map(str::to_owned),
-        subresource: subresource.map(str::to_owned),
-    })
-}
-
-fn json_response(code: u16, body: &Value) -> Response {
-    Response::builder()
-        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap_or_default()
-}
-
-fn failure(f: &Failure) -> Response {
-    json_response(f.code, &f.status())
-}
-
-fn bad(code: u16, reason: &'static str, message: impl Into<String>) -> Response {
-    failure(&Failure { code, reason, message: message.into() })
-}
-
-async fn handle(
-    State(shared): State<Arc<Shared>>,
-    method: Method,
-    uri: Uri,
-    Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let content_type =
-        headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    shared.requests.lock().unwrap_or_else(PoisonError::into_inner).push(Request {
-        method: method.to_string(),
-        path: uri.path().to_owned(),
-        query: uri.query().unwrap_or_default().to_owned(),
-        content_type: content_type.clone(),
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
-    let Some(target) = parse_path(uri.path()) else {
-        return bad(
-            404,
-            "NotFound",
-            format!("the server could not find the requested resource {}", uri.path()),
-        );
-    };
-    let namespace = target.namespace.clone().unwrap_or_default();
-    let status_only = target.subresource.as_deref() == Some("status");
-    if let Some(sub) = &target.subresource
-        && sub != "status"
-    {
-        return bad(404, "NotFound", format!("subresource {sub} is not served by the fake"));
-    }
-    let parsed_body = || {
-        serde_json::from_slice::<Value>(&body).map_err(|e| Failure {
-            code: 400,
-            reason: "BadRequest",
-            message: e.to_string(),
-        })
-    };
-    let mut store = shared.store.lock().unwrap_or_else(PoisonError::into_inner);
-    let before = store.rv();
-    let result = match (&method, &target.name) {
-        (&Method::GET, None) => {
-            let watch = query.get("watch").is_some_and(|w| w == "true" || w == "1");
-            if watch {
-                return watch_response(&shared, &store, &target, &query);
-            }
-            let items: Vec<Value> = store
-                .list(&target.resource, target.namespace.as_deref())
-                .into_iter()
-                .filter(|o| field_selector_matches(query.get("fieldSelector"), o))
-                .collect();
-            let list = json!({
-                "kind": format!("{}List", target.resource.kind()),
-                "apiVersion": target.resource.api_version,
-                "metadata": {"resourceVersion": store.rv().to_string()},
-                "items": items,
-            });
-            return json_response(200, &list);
-        }
-        (&Method::GET, Some(name)) => store.get(&key_of(&target, name)),
-        (&Method::POST, None) => {
-            parsed_body().and_then(|object| store.create(&target.resource, &namespace, object))
-        }
-        (&Method::PUT, Some(name)) => parsed_body()
-            .and_then(|object| store.replace(&key_of(&target, name), object, status_only)),
-        (&Method::PATCH, Some(name)) => {
-            let kind = content_type.as_deref().unwrap_or_default();
-            if !kind.starts_with("application/merge-patch+json")
-                && !kind.starts_with("application/strategic-merge-patch+json")
-            {
-                return bad(
-                    415,
-                    "UnsupportedMediaType",
-                    format!("the fake does not support patch type {kind:?}"),
-                );
-            }
-            parsed_body().and_then(|patch| store.patch(&key_of(&target, name), &patch, status_only))
-        }
-        (&Method::DELETE, Some(name)) => store.delete(&key_of(&target, name)),
-        _ => {
-            return bad(
-                405,
-                "MethodNotAllowed",
-                format!("{method} is not supported on {}", uri.path()),
-            );
-        }
-    };
-    match result {
-        Ok(object) => {
-            let code = if method == Method::POST { 201 } else { 200 };
-            publish(&shared, &store, before);
-            json_response(code, &object)
-        }
-        Err(f) => failure(&f),
-    }
-}
-
-fn key_of(target: &Target, name: &str) -> ObjectKey {
-    ObjectKey {
-        resource: target.resource.clone(),
-        namespace: target.namespace.clone().unwrap_or_default(),
-        name: name.to_owned(),
     }
 }
 

@@ -1,8 +1,12 @@
-//! The fake API server's object store: resourceVersions, the event log, merge patches, status subresources.
+//! The object store: resourceVersions, a bounded event log (older watches get 410 Gone),
+//! replace and the three patch types, status subresources, finalizers and `deletionTimestamp`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{Map, Value, json};
+
+use crate::discovery;
+use crate::patch::{self, PatchError};
 
 /// One resource type: API group/version and plural, e.g. (`v1`, `nodes`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -14,19 +18,20 @@ pub struct Resource {
 }
 
 impl Resource {
-    /// The kind served for this plural.
+    /// The kind served for this plural (a kind the fake does not know: its plural, capitalized
+    /// and without the final `s`).
     pub fn kind(&self) -> String {
-        match self.plural.as_str() {
-            "nodes" => "Node",
-            "secrets" => "Secret",
-            "events" => "Event",
-            "leases" => "Lease",
-            "configmaps" => "ConfigMap",
-            "pods" => "Pod",
-            "services" => "Service",
-            other => other,
+        if let Some(kind) = discovery::find(&self.api_version, &self.plural) {
+            return kind.kind.to_owned();
         }
-        .to_owned()
+        let singular = self.plural.strip_suffix('s').unwrap_or(&self.plural);
+        let mut chars = singular.chars();
+        chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+    }
+
+    /// Whether only the status subresource may change `status`.
+    fn has_status(&self) -> bool {
+        discovery::find(&self.api_version, &self.plural).is_some_and(|k| k.status)
     }
 }
 
@@ -50,7 +55,7 @@ pub struct Event {
     pub key: ObjectKey,
     /// `ADDED`, `MODIFIED`, `DELETED`.
     pub kind: &'static str,
-    /// The object after the change (before, for DELETED).
+    /// The object after the change (the last state, for DELETED).
     pub object: Value,
 }
 
@@ -59,7 +64,7 @@ pub struct Event {
 pub struct Failure {
     /// HTTP status.
     pub code: u16,
-    /// `NotFound`, `AlreadyExists`, `Conflict`, `BadRequest`, `UnsupportedMediaType`.
+    /// `NotFound`, `AlreadyExists`, `Conflict`, `BadRequest`, `Invalid`, `Expired`, …
     pub reason: &'static str,
     /// Human text.
     pub message: String,
@@ -73,24 +78,57 @@ impl Failure {
     }
 }
 
-fn fail(code: u16, reason: &'static str, message: String) -> Failure {
+pub(crate) fn fail(code: u16, reason: &'static str, message: String) -> Failure {
     Failure { code, reason, message }
 }
 
-/// Every object and every change.
-#[derive(Debug, Default)]
+/// The three patch types, by Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// `application/json-patch+json`.
+    Json,
+}
+
+/// Every object, and the recent changes.
+#[derive(Debug)]
 pub struct Store {
     rv: u64,
     uid: u64,
     objects: BTreeMap<ObjectKey, Value>,
-    /// Every change since start (the fake keeps the whole history, so no watch gets 410).
-    pub log: Vec<Event>,
+    /// The most recent changes, oldest first (at most `history`).
+    pub log: VecDeque<Event>,
+    history: usize,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::with_history(10_000)
+    }
 }
 
 impl Store {
+    /// A store keeping the last `history` changes for watches.
+    pub fn with_history(history: usize) -> Store {
+        Store { rv: 0, uid: 0, objects: BTreeMap::new(), log: VecDeque::new(), history }
+    }
+
     /// The current resourceVersion.
     pub fn rv(&self) -> u64 {
         self.rv
+    }
+
+    /// The oldest resourceVersion a watch may start from (older ones are compacted away).
+    pub fn oldest_watchable(&self) -> u64 {
+        self.log.front().map_or(self.rv, |e| e.rv - 1)
+    }
+
+    /// Forgets every change so far, as etcd compaction does (a watch from before now gets 410).
+    pub fn compact(&mut self) {
+        self.log.clear();
     }
 
     /// One object.
@@ -138,6 +176,9 @@ impl Store {
         }
         meta.insert("uid".into(), json!(format!("00000000-0000-0000-0000-{:012x}", self.uid)));
         meta.insert("creationTimestamp".into(), json!(now()));
+        for field in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
+            meta.remove(field);
+        }
         object["kind"] = json!(resource.kind());
         object["apiVersion"] = json!(resource.api_version);
         Ok(self.commit(key, "ADDED", object))
@@ -147,65 +188,119 @@ impl Store {
     pub fn replace(
         &mut self,
         key: &ObjectKey,
-        mut object: Value,
+        object: Value,
         status_only: bool,
     ) -> Result<Value, Failure> {
         let old = self.get(key)?;
         check_precondition(&old, &object, key)?;
-        keep_identity(&old, &mut object)?;
-        apply_subresource(&old, &mut object, status_only);
-        Ok(self.commit(key.clone(), "MODIFIED", object))
+        self.update(key, old, object, status_only)
     }
 
-    /// Applies a JSON merge patch (RFC 7386) or a strategic merge patch (handled as a merge
-    /// patch plus the `$patch: replace/delete` directives).
+    /// Applies a patch of `kind`; a `metadata.resourceVersion` in a merge patch is a precondition.
     pub fn patch(
         &mut self,
         key: &ObjectKey,
+        kind: PatchType,
         patch: &Value,
         status_only: bool,
     ) -> Result<Value, Failure> {
         let old = self.get(key)?;
-        if let Some(rv) = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str)
-            && rv != rv_of(&old)
-        {
-            return Err(conflict(key));
-        }
         let mut object = old.clone();
-        merge_patch(&mut object, patch);
+        match kind {
+            PatchType::Merge | PatchType::Strategic => {
+                check_precondition(&old, patch, key)?;
+                if kind == PatchType::Merge {
+                    patch::merge(&mut object, patch);
+                } else {
+                    patch::strategic(&mut object, patch);
+                }
+            }
+            PatchType::Json => patch::json_patch(&mut object, patch).map_err(patch_failure)?,
+        }
+        self.update(key, old, object, status_only)
+    }
+
+    /// Deletes an object, or with finalizers only marks it (`deletionTimestamp`).
+    pub fn delete(&mut self, key: &ObjectKey) -> Result<Value, Failure> {
+        let old = self.get(key)?;
+        if finalizers(&old).is_empty() {
+            return Ok(self.remove(key, old));
+        }
+        if old.pointer("/metadata/deletionTimestamp").is_some() {
+            return Ok(old);
+        }
+        let mut marked = old;
+        marked["metadata"]["deletionTimestamp"] = json!(now());
+        marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        Ok(self.commit(key.clone(), "MODIFIED", marked))
+    }
+
+    /// The common path of replace and patch: identity kept, subresource rules, finalizer
+    /// rules, no event when nothing changed, removal once a deleted object's finalizers are gone.
+    fn update(
+        &mut self,
+        key: &ObjectKey,
+        old: Value,
+        mut object: Value,
+        status_only: bool,
+    ) -> Result<Value, Failure> {
         keep_identity(&old, &mut object)?;
-        apply_subresource(&old, &mut object, status_only);
-        if object == old {
+        apply_subresource(&key.resource, &old, &mut object, status_only);
+        if old.pointer("/metadata/deletionTimestamp").is_some() {
+            let before = finalizers(&old);
+            if let Some(new) = finalizers(&object).into_iter().find(|f| !before.contains(f)) {
+                let message = format!(
+                    "{} {:?} is invalid: metadata.finalizers: Forbidden: no new finalizers can be \
+                     added if the object is being deleted, found new finalizers [{new}]",
+                    key.resource.kind(),
+                    key.name
+                );
+                return Err(fail(422, "Invalid", message));
+            }
+            if finalizers(&object).is_empty() {
+                return Ok(self.remove(key, object));
+            }
+        }
+        strip_rv(&mut object);
+        let mut unchanged = old.clone();
+        strip_rv(&mut unchanged);
+        if object == unchanged {
             return Ok(old);
         }
         Ok(self.commit(key.clone(), "MODIFIED", object))
     }
 
-    /// Deletes an object.
-    pub fn delete(&mut self, key: &ObjectKey) -> Result<Value, Failure> {
-        let old = self.objects.remove(key).ok_or_else(|| not_found(key))?;
+    fn remove(&mut self, key: &ObjectKey, last: Value) -> Value {
+        self.objects.remove(key);
         self.rv += 1;
-        let mut gone = old.clone();
+        let mut gone = last;
         gone["metadata"]["resourceVersion"] = json!(self.rv.to_string());
-        self.log.push(Event {
-            rv: self.rv,
-            key: key.clone(),
-            kind: "DELETED",
-            object: gone.clone(),
-        });
-        Ok(gone)
+        self.record(Event { rv: self.rv, key: key.clone(), kind: "DELETED", object: gone.clone() });
+        gone
     }
 
     fn commit(&mut self, key: ObjectKey, kind: &'static str, mut object: Value) -> Value {
         self.rv += 1;
         object["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         self.objects.insert(key.clone(), object.clone());
-        self.log.push(Event { rv: self.rv, key, kind, object: object.clone() });
+        self.record(Event { rv: self.rv, key, kind, object: object.clone() });
         object
+    }
+
+    fn record(&mut self, event: Event) {
+        self.log.push_back(event);
+        while self.log.len() > self.history {
+            self.log.pop_front();
+        }
     }
 }
 
-fn now() -> String {
+fn patch_failure(e: PatchError) -> Failure {
+    let reason = if e.code == 400 { "BadRequest" } else { "Invalid" };
+    fail(e.code, reason, e.message)
+}
+
+pub(crate) fn now() -> String {
     jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
@@ -221,6 +316,18 @@ fn rv_of(object: &Value) -> &str {
     object.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default()
 }
 
+fn strip_rv(object: &mut Value) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+}
+
+fn finalizers(object: &Value) -> Vec<String> {
+    let list = object.pointer("/metadata/finalizers").and_then(Value::as_array);
+    list.map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
 fn check_precondition(old: &Value, new: &Value, key: &ObjectKey) -> Result<(), Failure> {
     match new.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
         Some(rv) if !rv.is_empty() && rv != rv_of(old) => Err(conflict(key)),
@@ -228,10 +335,18 @@ fn check_precondition(old: &Value, new: &Value, key: &ObjectKey) -> Result<(), F
     }
 }
 
-/// name, namespace, uid and creationTimestamp cannot change.
+/// name, namespace, uid, creationTimestamp and the deletion marks cannot change.
 fn keep_identity(old: &Value, new: &mut Value) -> Result<(), Failure> {
     let meta = metadata(new)?;
-    for field in ["name", "namespace", "uid", "creationTimestamp"] {
+    let fixed = [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ];
+    for field in fixed {
         match old.pointer(&format!("/metadata/{field}")) {
             Some(value) => meta.insert(field.into(), value.clone()),
             None => meta.remove(field),
@@ -242,8 +357,9 @@ fn keep_identity(old: &Value, new: &mut Value) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The main resource cannot change `status`; the status subresource changes only `status` (and metadata).
-fn apply_subresource(old: &Value, new: &mut Value, status_only: bool) {
+/// The main resource cannot change `status` (where a status subresource exists); the status
+/// subresource changes only `status` (and metadata).
+fn apply_subresource(resource: &Resource, old: &Value, new: &mut Value, status_only: bool) {
     if status_only {
         let mut result = old.clone();
         for field in ["status", "metadata"] {
@@ -258,48 +374,11 @@ fn apply_subresource(old: &Value, new: &mut Value, status_only: bool) {
         return;
     }
     let Some(obj) = new.as_object_mut() else { return };
-    if let Some(kind) = old.get("kind").and_then(Value::as_str)
-        && matches!(kind, "Node" | "Pod" | "Service")
-    {
+    if resource.has_status() {
         match old.get("status") {
             Some(status) => obj.insert("status".into(), status.clone()),
             None => obj.remove("status"),
         };
-    }
-}
-
-/// RFC 7386 merge patch, plus strategic merge's `{"$patch": "replace"}`/`"delete"` in objects.
-pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
-    let Value::Object(patch) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    match patch.get("$patch").and_then(Value::as_str) {
-        Some("replace") => {
-            let mut replaced = Value::Object(patch.clone());
-            replaced.as_object_mut().map(|o| o.remove("$patch"));
-            *target = replaced;
-            return;
-        }
-        Some("delete") => {
-            *target = Value::Null;
-            return;
-        }
-        _ => {}
-    }
-    if !target.is_object() {
-        *target = json!({});
-    }
-    let Value::Object(map) = target else { return };
-    for (key, value) in patch {
-        if key.starts_with('$') {
-            continue;
-        }
-        if value.is_null() {
-            map.remove(key);
-        } else {
-            merge_patch(map.entry(key.clone()).or_insert(Value::Null), value);
-        }
     }
 }
 
@@ -316,51 +395,4 @@ fn conflict(key: &ObjectKey) -> Failure {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn nodes() -> Resource {
-        Resource { api_version: "v1".into(), plural: "nodes".into() }
-    }
-
-    #[test]
-    fn merge_patch_follows_rfc_7386() {
-        let mut doc = json!({"a": {"b": 1, "c": 2}, "list": [1, 2]});
-        merge_patch(&mut doc, &json!({"a": {"b": null, "d": 3}, "list": [3]}));
-        assert_eq!(doc, json!({"a": {"c": 2, "d": 3}, "list": [3]}));
-    }
-
-    #[test]
-    fn stale_resource_version_conflicts_and_versions_increase() {
-        let mut store = Store::default();
-        let node = store.create(&nodes(), "", json!({"metadata": {"name": "n"}})).unwrap();
-        assert_eq!(rv_of(&node), "1");
-        let key = ObjectKey { resource: nodes(), namespace: String::new(), name: "n".into() };
-        let err = store
-            .replace(&key, json!({"metadata": {"name": "n", "resourceVersion": "0"}}), false)
-            .unwrap_err();
-        assert_eq!(err.code, 409);
-        let err = store.create(&nodes(), "", json!({"metadata": {"name": "n"}})).unwrap_err();
-        assert_eq!(err.reason, "AlreadyExists");
-        let patched = store.patch(&key, &json!({"spec": {"providerID": "x"}}), false).unwrap();
-        assert_eq!(rv_of(&patched), "2");
-    }
-
-    #[test]
-    fn main_resource_ignores_status_and_status_subresource_ignores_spec() {
-        let mut store = Store::default();
-        store
-            .create(&nodes(), "", json!({"metadata": {"name": "n"}, "status": {"phase": "a"}}))
-            .unwrap();
-        let key = ObjectKey { resource: nodes(), namespace: String::new(), name: "n".into() };
-        let out =
-            store.patch(&key, &json!({"spec": {"x": 1}, "status": {"phase": "b"}}), false).unwrap();
-        assert_eq!(out["status"]["phase"], "a");
-        let out =
-            store.patch(&key, &json!({"spec": {"x": 2}, "status": {"phase": "c"}}), true).unwrap();
-        assert_eq!(
-            (out["spec"]["x"].clone(), out["status"]["phase"].clone()),
-            (json!(1), json!("c"))
-        );
-    }
-}
+mod tests;

@@ -1,6 +1,7 @@
-//! Watch streams of the fake API server: events after a resourceVersion, then live ones.
+//! Watch streams: the initial objects (or the changes after a resourceVersion), then live
+//! changes, `BOOKMARK`s when asked for, and the `410 Expired` error event for a
+//! resourceVersion older than the kept history, as the real API server sends them.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -10,65 +11,126 @@ use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::{Event, Shared, Store, Target};
+use crate::handler::Target;
+use crate::selector::{LabelSelector, fields_match};
+use crate::{Event, Failure, Shared, Store};
 
-/// Supports `metadata.name=x` and `metadata.namespace=x` (comma-separated), as kube-rs sends them.
-pub(super) fn field_selector_matches(selector: Option<&String>, object: &Value) -> bool {
-    let Some(selector) = selector else { return true };
-    selector.split(',').filter(|s| !s.is_empty()).all(|term| {
-        let (field, want, negate) = match term.split_once("!=") {
-            Some((f, v)) => (f, v, true),
-            None => match term.split_once('=') {
-                Some((f, v)) => (f, v.trim_start_matches('='), false),
-                None => return true,
-            },
-        };
-        let path = format!("/{}", field.replace('.', "/"));
-        let have = object.pointer(&path).and_then(Value::as_str).unwrap_or_default();
-        (have == want) != negate
-    })
+/// What a watch request asked for.
+#[derive(Debug, Clone)]
+pub(crate) struct WatchQuery {
+    /// `resourceVersion`: changes after it; `None` or 0: the current objects first.
+    pub(crate) since: Option<u64>,
+    pub(crate) labels: LabelSelector,
+    pub(crate) fields: Option<String>,
+    pub(crate) timeout: Duration,
+    pub(crate) bookmarks: bool,
 }
 
-pub(super) fn watch_response(
+fn line(event: &Value) -> Result<Bytes, Infallible> {
+    Ok(Bytes::from(format!("{event}\n")))
+}
+
+pub(crate) fn watch_response(
     shared: &Shared,
     store: &Store,
     target: &Target,
-    query: &HashMap<String, String>,
+    query: WatchQuery,
 ) -> Response {
-    let since: u64 = query.get("resourceVersion").and_then(|rv| rv.parse().ok()).unwrap_or(0);
-    let selector = query.get("fieldSelector").cloned();
-    let timeout = query.get("timeoutSeconds").and_then(|t| t.parse().ok()).unwrap_or(300u64);
+    let since = query.since.filter(|rv| *rv > 0);
+    if let Some(rv) = since
+        && rv < store.oldest_watchable()
+    {
+        let expired = Failure {
+            code: 410,
+            reason: "Expired",
+            message: format!("too old resource version: {rv} ({})", store.oldest_watchable()),
+        };
+        let event = json!({"type": "ERROR", "object": expired.status()});
+        return stream_response(Body::from_stream(futures::stream::iter([line(&event)])));
+    }
     let matches = {
-        let resource = target.resource.clone();
-        let namespace = target.namespace.clone();
+        let (resource, namespace) = (target.resource.clone(), target.namespace.clone());
+        let (labels, fields) = (query.labels.clone(), query.fields.clone());
         move |event: &Event| {
             event.key.resource == resource
                 && namespace.as_ref().is_none_or(|ns| *ns == event.key.namespace)
-                && field_selector_matches(selector.as_ref(), &event.object)
+                && labels.matches(&event.object)
+                && fields_match(fields.as_deref(), &event.object)
         }
     };
-    let initial: Vec<Value> = if since == 0 {
-        let objects = store.list(&target.resource, target.namespace.as_deref());
-        let objects =
-            objects.into_iter().filter(|o| field_selector_matches(query.get("fieldSelector"), o));
-        objects.map(|o| json!({"type": "ADDED", "object": o})).collect()
-    } else {
-        let events = store.log.iter().filter(|e| e.rv > since && matches(e));
-        events.map(|e| json!({"type": e.kind, "object": e.object})).collect()
+    let initial: Vec<(u64, Value)> = match since {
+        None => {
+            let objects = store.list(&target.resource, target.namespace.as_deref());
+            let objects = objects
+                .into_iter()
+                .filter(|o| query.labels.matches(o) && fields_match(query.fields.as_deref(), o));
+            objects.map(|o| (0, json!({"type": "ADDED", "object": o}))).collect()
+        }
+        Some(rv) => {
+            let events = store.log.iter().filter(|e| e.rv > rv && matches(e));
+            events.map(|e| (e.rv, json!({"type": e.kind, "object": e.object}))).collect()
+        }
+    };
+    let start_rv = store.rv();
+    let bookmark = {
+        let kind = target.resource.kind();
+        let api_version = target.resource.api_version.clone();
+        move |rv: u64| {
+            json!({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version,
+                   "metadata": {"resourceVersion": rv.to_string()}}})
+        }
     };
     let live = tokio_stream::wrappers::BroadcastStream::new(shared.events.subscribe())
         .take_while(|r| std::future::ready(r.is_ok()))
         .filter_map(move |r| {
-            let out = r.ok().filter(&matches).map(|e| json!({"type": e.kind, "object": e.object}));
-            std::future::ready(out)
+            let out = r.ok().filter(|e| e.rv > start_rv && matches(e));
+            std::future::ready(out.map(|e| (e.rv, json!({"type": e.kind, "object": e.object}))))
         });
+    let ticks = if query.bookmarks {
+        let first = tokio::time::Instant::now() + shared.bookmark_interval;
+        let interval = tokio::time::interval_at(first, shared.bookmark_interval);
+        tokio_stream::wrappers::IntervalStream::new(interval)
+            .map(|_| (u64::MAX, Value::Null))
+            .boxed()
+    } else {
+        futures::stream::pending().boxed()
+    };
+    // After the initial events, one bookmark at the rv the watch started from; later ones at
+    // the last rv delivered (every earlier matching change has been sent by then).
+    let opening = query.bookmarks.then(|| (start_rv, bookmark(start_rv)));
     let stream = futures::stream::iter(initial)
-        .chain(live)
-        .map(|event| Ok::<_, Infallible>(Bytes::from(format!("{event}\n"))))
-        .take_until(tokio::time::sleep(Duration::from_secs(timeout)));
+        .chain(futures::stream::iter(opening))
+        .chain(futures::stream::select(live, ticks))
+        .scan(start_rv, move |last, (rv, event)| {
+            let out = if rv == u64::MAX {
+                bookmark(*last)
+            } else {
+                *last = (*last).max(rv);
+                event
+            };
+            std::future::ready(Some(out))
+        })
+        .map(|event| line(&event))
+        .take_until(ended(shared, query.timeout));
+    stream_response(Body::from_stream(stream))
+}
+
+/// Resolves when the watch must end: its timeout, or a restart of the server's watches.
+fn ended(shared: &Shared, timeout: Duration) -> impl Future<Output = ()> + Send + 'static {
+    let mut restarts = shared.restarts.subscribe();
+    restarts.mark_unchanged();
+    async move {
+        tokio::select! {
+            () = tokio::time::sleep(timeout) => {}
+            _ = restarts.changed() => {}
+        }
+    }
+}
+
+fn stream_response(body: Body) -> Response {
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from_stream(stream))
+        .body(body)
         .unwrap_or_default()
 }

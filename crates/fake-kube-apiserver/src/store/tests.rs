@@ -1,0 +1,79 @@
+use super::*;
+
+fn nodes() -> Resource {
+    Resource { api_version: "v1".into(), plural: "nodes".into() }
+}
+
+fn key(name: &str) -> ObjectKey {
+    ObjectKey { resource: nodes(), namespace: String::new(), name: name.into() }
+}
+
+#[test]
+fn stale_resource_version_conflicts_and_versions_increase() {
+    let mut store = Store::default();
+    let node = store.create(&nodes(), "", json!({"metadata": {"name": "n"}})).unwrap();
+    assert_eq!(rv_of(&node), "1");
+    let err = store
+        .replace(&key("n"), json!({"metadata": {"name": "n", "resourceVersion": "0"}}), false)
+        .unwrap_err();
+    assert_eq!(err.code, 409);
+    let err = store.create(&nodes(), "", json!({"metadata": {"name": "n"}})).unwrap_err();
+    assert_eq!(err.reason, "AlreadyExists");
+    let patch = json!({"spec": {"providerID": "x"}});
+    let patched = store.patch(&key("n"), PatchType::Merge, &patch, false).unwrap();
+    assert_eq!(rv_of(&patched), "2");
+}
+
+#[test]
+fn main_resource_ignores_status_and_status_subresource_ignores_spec() {
+    let mut store = Store::default();
+    store
+        .create(&nodes(), "", json!({"metadata": {"name": "n"}, "status": {"phase": "a"}}))
+        .unwrap();
+    let both = |x, phase| json!({"spec": {"x": x}, "status": {"phase": phase}});
+    let out = store.patch(&key("n"), PatchType::Merge, &both(1, "b"), false).unwrap();
+    assert_eq!(out["status"]["phase"], "a");
+    let out = store.patch(&key("n"), PatchType::Merge, &both(2, "c"), true).unwrap();
+    assert_eq!((out["spec"]["x"].clone(), out["status"]["phase"].clone()), (json!(1), json!("c")));
+}
+
+#[test]
+fn an_object_with_finalizers_is_marked_on_delete_and_goes_with_its_last_finalizer() {
+    let mut store = Store::default();
+    let object = json!({"metadata": {"name": "n", "finalizers": ["a", "b"]}});
+    store.create(&nodes(), "", object).unwrap();
+    let marked = store.delete(&key("n")).unwrap();
+    assert!(marked.pointer("/metadata/deletionTimestamp").is_some());
+    assert_eq!(store.log.back().unwrap().kind, "MODIFIED");
+    let add = json!({"metadata": {"finalizers": ["a", "b", "c"]}});
+    let err = store.patch(&key("n"), PatchType::Merge, &add, false).unwrap_err();
+    assert!(err.message.contains("no new finalizers can be added"), "{}", err.message);
+    let one = json!({"metadata": {"finalizers": ["b"]}});
+    store.patch(&key("n"), PatchType::Merge, &one, false).unwrap();
+    assert!(store.get(&key("n")).is_ok());
+    let none = json!([{"op": "remove", "path": "/metadata/finalizers/0"}]);
+    store.patch(&key("n"), PatchType::Json, &none, false).unwrap();
+    assert_eq!(store.get(&key("n")).unwrap_err().code, 404);
+    assert_eq!(store.log.back().unwrap().kind, "DELETED");
+}
+
+#[test]
+fn the_log_keeps_only_the_last_changes() {
+    let mut store = Store::with_history(2);
+    for name in ["a", "b", "c"] {
+        store.create(&nodes(), "", json!({"metadata": {"name": name}})).unwrap();
+    }
+    assert_eq!(store.log.len(), 2);
+    assert_eq!(store.oldest_watchable(), 1);
+    store.compact();
+    assert_eq!(store.oldest_watchable(), 3);
+}
+
+#[test]
+fn a_patch_that_changes_nothing_writes_nothing() {
+    let mut store = Store::default();
+    store.create(&nodes(), "", json!({"metadata": {"name": "n", "labels": {"a": "1"}}})).unwrap();
+    let same = json!({"metadata": {"labels": {"a": "1"}}});
+    let out = store.patch(&key("n"), PatchType::Strategic, &same, false).unwrap();
+    assert_eq!((rv_of(&out), store.log.len()), ("1", 1));
+}

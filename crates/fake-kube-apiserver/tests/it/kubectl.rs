@@ -1,0 +1,259 @@
+//! Real kubectl (Debian's `kubernetes-client`, which scripts/test-tools.sh unpacks into
+//! `$CCM_TEST_TOOLS/bin`; `KUBECTL` names another) against the `fake-kube-apiserver` binary.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// kubectl: `$KUBECTL`, else the one scripts/test-tools.sh installs (missing: the test fails).
+fn kubectl_path() -> PathBuf {
+    std::env::var_os("KUBECTL").map_or_else(|| testkit::tools::path("bin/kubectl"), PathBuf::from)
+}
+
+/// The binary as a child process; killed (by its own PID) when dropped.
+struct Server {
+    child: Child,
+    url: String,
+    home: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fake-kube-apiserver"))
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("fake-kube-apiserver starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let url = rx.recv_timeout(WAIT).expect("the URL is printed first").trim().to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+        Server { child, url, home: tempfile::tempdir().unwrap() }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(kubectl_path());
+        cmd.arg("--server").arg(&self.url);
+        cmd.arg("--cache-dir").arg(self.home.path().join("cache"));
+        cmd.args(args).env("HOME", self.home.path()).env_remove("KUBECONFIG");
+        cmd
+    }
+
+    /// Runs kubectl (bounded) and requires success.
+    fn kubectl(&self, args: &[&str]) -> String {
+        let output = bounded(self.command(args));
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut args = args.to_vec();
+        args.extend(["-o", "json"]);
+        serde_json::from_str(&self.kubectl(&args)).unwrap()
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        let path = self.home.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `cmd` to completion within [`WAIT`], killing it (by its PID) if it hangs.
+fn bounded(mut cmd: Command) -> Output {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| {
+        panic!("cannot run kubectl ({e}): run scripts/test-tools.sh, or set KUBECTL")
+    });
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(WAIT) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            panic!("kubectl did not finish within {WAIT:?}");
+        }
+    }
+}
+
+const OBJECTS: &str = r#"apiVersion: v1
+kind: Node
+metadata:
+  name: worker-0
+  labels:
+    pool: web
+spec:
+  taints:
+  - key: node.cloudprovider.kubernetes.io/uninitialized
+    value: "true"
+    effect: NoSchedule
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: shop
+spec:
+  type: LoadBalancer
+  ports:
+  - port: 80
+    protocol: TCP
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+  namespace: shop
+stringData:
+  clouds.yaml: "clouds: {}"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: conf
+  namespace: shop
+data:
+  cloud.conf: "[Global]"
+---
+apiVersion: v1
+kind: Event
+metadata:
+  name: web.1
+  namespace: shop
+involvedObject:
+  kind: Service
+  name: web
+  namespace: shop
+reason: EnsuringLoadBalancer
+message: hello
+"#;
+
+#[test]
+fn kubectl_creates_gets_labels_patches_and_deletes() {
+    let server = Server::start();
+    let file = server.write("objects.yaml", OBJECTS);
+    let created = server.kubectl(&["create", "--validate=false", "-f", &file]);
+    assert!(created.contains("node/worker-0 created"), "{created}");
+    assert!(created.contains("service/web created"), "{created}");
+
+    let nodes = server.json(&["get", "nodes"]);
+    assert_eq!(nodes["items"][0]["metadata"]["name"], "worker-0");
+    let table = server.kubectl(&["get", "nodes"]);
+    assert!(table.contains("NAME") && table.contains("worker-0"), "{table}");
+    let svc = server.json(&["get", "svc", "-n", "shop", "web"]);
+    assert_eq!(svc["spec"]["type"], "LoadBalancer");
+    assert_eq!(server.json(&["get", "cm", "-n", "shop", "conf"])["data"]["cloud.conf"], "[Global]");
+
+    server.kubectl(&["label", "node", "worker-0", "zone=a"]);
+    let labels = server.json(&["get", "no", "worker-0"])["metadata"]["labels"].clone();
+    assert_eq!((labels["zone"].as_str(), labels["pool"].as_str()), (Some("a"), Some("web")));
+    server.kubectl(&["label", "node", "worker-0", "zone-"]);
+    assert!(server.json(&["get", "node", "worker-0"])["metadata"]["labels"].get("zone").is_none());
+    let selected = server.json(&["get", "nodes", "-l", "pool in (web,db)"]);
+    assert_eq!(selected["items"].as_array().unwrap().len(), 1);
+    assert!(
+        server.json(&["get", "nodes", "-l", "pool!=web"])["items"].as_array().unwrap().is_empty()
+    );
+
+    // Strategic merge: the taint list is merged by key.
+    let taint = r#"{"spec":{"taints":[{"key":"extra","effect":"NoSchedule"}]}}"#;
+    server.kubectl(&["patch", "node", "worker-0", "-p", taint]);
+    let taints = server.json(&["get", "node", "worker-0"])["spec"]["taints"].clone();
+    assert_eq!(taints.as_array().unwrap().len(), 2, "{taints}");
+    // Merge: the list is replaced.
+    server.kubectl(&["patch", "node", "worker-0", "--type", "merge", "-p", taint]);
+    let taints = server.json(&["get", "node", "worker-0"])["spec"]["taints"].clone();
+    assert_eq!(taints.as_array().unwrap().len(), 1, "{taints}");
+    // JSON patch, and a failing test operation.
+    let add = r#"[{"op":"add","path":"/spec/providerID","value":"openstack:///x"}]"#;
+    server.kubectl(&["patch", "node", "worker-0", "--type", "json", "-p", add]);
+    assert_eq!(server.json(&["get", "node", "worker-0"])["spec"]["providerID"], "openstack:///x");
+    let failing = r#"[{"op":"test","path":"/spec/providerID","value":"other"}]"#;
+    let output =
+        bounded(server.command(&["patch", "node", "worker-0", "--type", "json", "-p", failing]));
+    assert!(!output.status.success());
+
+    server.kubectl(&["delete", "node", "worker-0"]);
+    assert!(server.json(&["get", "nodes"])["items"].as_array().unwrap().is_empty());
+    let missing = bounded(server.command(&["get", "svc", "-n", "shop", "nope"]));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("NotFound"), "{missing:?}");
+}
+
+#[test]
+fn kubectl_get_watch_streams_later_changes() {
+    let server = Server::start();
+    let file = server.write("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: first\n");
+    server.kubectl(&["create", "--validate=false", "-f", &file]);
+    let mut watch = server
+        .command(&["get", "nodes", "-w", "-o", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let until = |needle: &str| {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return,
+                Ok(_) => {}
+                Err(_) => panic!("kubectl get -w never printed {needle:?}"),
+            }
+        }
+    };
+    until("\"first\"");
+    let file = server.write("later.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: later\n");
+    server.kubectl(&["create", "--validate=false", "-f", &file]);
+    until("\"later\"");
+    let _ = watch.kill();
+    let _ = watch.wait();
+}
+
+#[test]
+fn sigterm_stops_the_server_with_status_zero() {
+    let mut server = Server::start();
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let (tx, rx) = mpsc::channel();
+    let mut child = std::mem::replace(&mut server.child, Command::new("true").spawn().unwrap());
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(WAIT).expect("it exits after SIGTERM").unwrap();
+    assert!(status.success(), "{status:?}");
+}
