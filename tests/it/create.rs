@@ -184,37 +184,17 @@ fn secrets_stay_in_private_files_and_out_of_the_logs() {
     }
 }
 
-/// Every regular file under `dir` (following no link), for "nothing changed" checks.
-fn listing(dir: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
-            let rel = path.strip_prefix(dir).unwrap().display().to_string();
-            if kind.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(format!("{rel} {}", std::fs::read(&path).map(|b| b.len()).unwrap_or(0)));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn a_symlink_inside_dir_that_leads_out_is_refused_and_nothing_is_written() {
     let outside = tempfile::tempdir().unwrap();
     let t = Test::new().example("openstack").create(&CreateManifests::offline());
     std::os::unix::fs::symlink(outside.path(), t.dir().join("manifests")).unwrap();
-    let before = listing(&t.dir());
+    let before = tree(&t.dir());
     let run = t.expect(1);
     let message = format!("manifests is a symbolic link to {}", outside.path().display());
     assert!(run.stderr.contains("refusing to write manifests/"), "{}", run.stderr);
     assert!(run.stderr.contains(&message), "{}", run.stderr);
-    assert_eq!(listing(&t.dir()), before, "the directory changed");
+    assert_eq!(tree(&t.dir()), before, "the directory changed");
     assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none(), "wrote outside DIR");
 }
 
@@ -227,10 +207,10 @@ fn render_refuses_a_dest_dir_whose_subdirectory_leads_out() {
     std::fs::create_dir(&out).unwrap();
     std::os::unix::fs::symlink(outside.path(), out.join("configs")).unwrap();
     let args = ["render", "--asset-dir", "{dir}", "--dest-dir", "{dir}/ccm-bootstrap"];
-    let before = listing(&out);
+    let before = tree(&out);
     let t = t.args(&args);
     let run = t.expect(1);
     assert!(run.stderr.contains("refusing to write configs/cloud.conf"), "{}", run.stderr);
-    assert_eq!(listing(&out), before, "render wrote something");
+    assert_eq!(tree(&out), before, "render wrote something");
     assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none(), "wrote outside");
 }
