@@ -22,6 +22,108 @@ pub struct ServiceEndpoint {
     pub url: String,
 }
 
+/// A service an IBM Cloud or PowerVS endpoint override may name: openshift/api's
+/// `PowerVSServiceEndpoint.name` list (IBM Cloud's `IBMCloudServiceName` is the same without
+/// `Power`), spelled exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IbmService {
+    /// Cloud Internet Services.
+    Cis,
+    /// Cloud Object Storage.
+    Cos,
+    /// Cloud Object Storage configuration.
+    CosConfig,
+    /// DNS Services.
+    DnsServices,
+    /// Global Catalog.
+    GlobalCatalog,
+    /// Global Search.
+    GlobalSearch,
+    /// Global Tagging.
+    GlobalTagging,
+    /// Hyper Protect Crypto Services.
+    HyperProtect,
+    /// Identity and Access Management.
+    Iam,
+    /// Key Protect.
+    KeyProtect,
+    /// Power Virtual Server (PowerVS only).
+    Power,
+    /// Resource Controller (service instances).
+    ResourceController,
+    /// Resource Manager (resource groups).
+    ResourceManager,
+    /// Virtual Private Cloud.
+    Vpc,
+}
+
+impl IbmService {
+    /// Every service, in openshift/api's order.
+    pub const ALL: &[IbmService] = &[
+        IbmService::Cis,
+        IbmService::Cos,
+        IbmService::CosConfig,
+        IbmService::DnsServices,
+        IbmService::GlobalCatalog,
+        IbmService::GlobalSearch,
+        IbmService::GlobalTagging,
+        IbmService::HyperProtect,
+        IbmService::Iam,
+        IbmService::KeyProtect,
+        IbmService::Power,
+        IbmService::ResourceController,
+        IbmService::ResourceManager,
+        IbmService::Vpc,
+    ];
+
+    /// The name as the install-config and the Infrastructure spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IbmService::Cis => "CIS",
+            IbmService::Cos => "COS",
+            IbmService::CosConfig => "COSConfig",
+            IbmService::DnsServices => "DNSServices",
+            IbmService::GlobalCatalog => "GlobalCatalog",
+            IbmService::GlobalSearch => "GlobalSearch",
+            IbmService::GlobalTagging => "GlobalTagging",
+            IbmService::HyperProtect => "HyperProtect",
+            IbmService::Iam => "IAM",
+            IbmService::KeyProtect => "KeyProtect",
+            IbmService::Power => "Power",
+            IbmService::ResourceController => "ResourceController",
+            IbmService::ResourceManager => "ResourceManager",
+            IbmService::Vpc => "VPC",
+        }
+    }
+}
+
+/// A GCP service whose endpoint override reaches the cloud config (matched ignoring case: the
+/// issue spells them `compute`/`container`, openshift/api `Compute`/`Container`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcpService {
+    /// Compute Engine (`api-endpoint`).
+    Compute,
+    /// Kubernetes Engine (`container-api-endpoint`).
+    Container,
+}
+
+impl GcpService {
+    /// The name, lowercase.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GcpService::Compute => "compute",
+            GcpService::Container => "container",
+        }
+    }
+}
+
+impl ServiceEndpoint {
+    /// Whether this override is for `service` (names match ignoring case).
+    pub fn is_for(&self, service: &str) -> bool {
+        self.name.eq_ignore_ascii_case(service)
+    }
+}
+
 /// `platform.aws`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -253,4 +355,19 @@ pub struct PowerVsPlatform {
     /// Default machine settings; opaque.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_machine_platform: Option<Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_names_are_openshift_apis_and_overrides_match_them_ignoring_case() {
+        let names: Vec<&str> = IbmService::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names.len(), 14);
+        assert!(names.contains(&"IAM") && names.contains(&"COSConfig") && names.contains(&"Power"));
+        let endpoint = ServiceEndpoint { name: "Compute".into(), url: "https://x".into() };
+        assert!(endpoint.is_for(GcpService::Compute.as_str()));
+        assert!(!endpoint.is_for(GcpService::Container.as_str()));
+    }
 }

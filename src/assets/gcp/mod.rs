@@ -21,7 +21,7 @@ use crate::assets::provider::{
 };
 use crate::graph::AssetError;
 use crate::graph::File;
-use crate::installconfig::{GcpPlatform, InstallConfig, Secret};
+use crate::installconfig::{GcpPlatform, GcpService, InstallConfig, Secret};
 use ccm_formats::yaml::to_yaml;
 
 /// GCP's [`Provider`]: the gcfg cloud config and `kube-system/ingress-uid`, `gcp-credentials`,
@@ -151,10 +151,9 @@ fn platform(config: &InstallConfig) -> GcpPlatform {
     config.platform.gcp.clone().unwrap_or_default()
 }
 
-/// The override for service `name`, matched ignoring case: the issue spells the services
-/// `compute`/`container`, openshift/api's `GCPServiceEndpointName` `Compute`/`Container`.
-fn endpoint<'a>(gcp: &'a GcpPlatform, name: &str) -> Option<&'a str> {
-    let found = gcp.service_endpoints.iter().find(|e| e.name.eq_ignore_ascii_case(name));
+/// The override for `service` (matched ignoring case, see [`GcpService`]).
+fn endpoint(gcp: &GcpPlatform, service: GcpService) -> Option<&str> {
+    let found = gcp.service_endpoints.iter().find(|e| e.is_for(service.as_str()));
     found.map(|e| e.url.as_str()).filter(|url| !url.is_empty())
 }
 
@@ -178,8 +177,8 @@ pub fn cloud_config(config: &InstallConfig, infra_id: &str) -> String {
     let _ = writeln!(text, "subnetwork-name = {subnet}");
     let optional = [
         ("network-project-id", gcp.network_project_id.as_deref().filter(|p| !p.is_empty())),
-        ("api-endpoint", endpoint(&gcp, "compute")),
-        ("container-api-endpoint", endpoint(&gcp, "container")),
+        ("api-endpoint", endpoint(&gcp, GcpService::Compute)),
+        ("container-api-endpoint", endpoint(&gcp, GcpService::Container)),
     ];
     for (key, value) in optional {
         if let Some(value) = value {

@@ -6,25 +6,11 @@
 //! say) is quoted with [`gcfg::quote`], so the CCM reads back what was meant. An empty value
 //! stays `key = `, byte for byte what the installer writes.
 
-use crate::installconfig::ServiceEndpoint;
+use crate::installconfig::{IbmService, ServiceEndpoint};
 use ccm_formats::gcfg;
 
 /// Where the CCM reads the API key (mounted from its credentials Secret).
 pub(crate) const CREDENTIALS_PATH: &str = "/etc/vpc/ibmcloud_api_key";
-
-/// Service endpoint names, as openshift/api spells them (`IBMCloudServiceName`).
-pub(crate) mod service {
-    /// Identity and Access Management.
-    pub(crate) const IAM: &str = "IAM";
-    /// Virtual Private Cloud.
-    pub(crate) const VPC: &str = "VPC";
-    /// Resource Manager (resource groups).
-    pub(crate) const RESOURCE_MANAGER: &str = "ResourceManager";
-    /// Resource Controller (service instances).
-    pub(crate) const RESOURCE_CONTROLLER: &str = "ResourceController";
-    /// Power Virtual Server (no openshift/api constant; the installer matches `"Power"`).
-    pub(crate) const POWER: &str = "Power";
-}
 
 /// The `[provider]` keys both platforms start with: the account and the VPC the CCM manages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,8 +68,8 @@ pub(crate) fn write(entries: &[(&str, String)]) -> String {
 /// The URL of the endpoint override named `name`. Names match ignoring ASCII case (the
 /// installer accepts only openshift/api's spelling, `IAM`, so `iam` is a harmless superset);
 /// with duplicates, which validation rejects, the last wins as in the installer's loop.
-pub(crate) fn endpoint<'a>(endpoints: &'a [ServiceEndpoint], name: &str) -> Option<&'a str> {
-    endpoints.iter().rfind(|e| e.name.eq_ignore_ascii_case(name)).map(|e| e.url.as_str())
+pub(crate) fn endpoint(endpoints: &[ServiceEndpoint], service: IbmService) -> Option<&str> {
+    endpoints.iter().rfind(|e| e.is_for(service.as_str())).map(|e| e.url.as_str())
 }
 
 #[cfg(test)]
@@ -132,8 +118,8 @@ mod tests {
     fn endpoints_match_by_name_ignoring_case_and_the_last_wins() {
         let e = |name: &str, url: &str| ServiceEndpoint { name: name.into(), url: url.into() };
         let list = [e("IAM", "https://a"), e("vpc", "https://b"), e("iam", "https://c")];
-        assert_eq!(endpoint(&list, service::IAM), Some("https://c"));
-        assert_eq!(endpoint(&list, service::VPC), Some("https://b"));
-        assert_eq!(endpoint(&list, service::RESOURCE_MANAGER), None);
+        assert_eq!(endpoint(&list, IbmService::Iam), Some("https://c"));
+        assert_eq!(endpoint(&list, IbmService::Vpc), Some("https://b"));
+        assert_eq!(endpoint(&list, IbmService::ResourceManager), None);
     }
 }

@@ -10,7 +10,8 @@ pub mod online;
 
 use serde::Deserialize;
 
-use super::cloud_conf::{self, service};
+use super::cloud_conf;
+use crate::installconfig::IbmService;
 use crate::installconfig::{Secret, ServiceEndpoint};
 
 /// The public IAM endpoint, used unless an `IAM` service endpoint overrides it.
@@ -63,7 +64,7 @@ fn code_suffix(code: &str) -> String {
 /// The IAM base URL: the `IAM` service endpoint override (`platform.*.serviceEndpoints`),
 /// else [`DEFAULT_ENDPOINT`]; without a trailing `/`.
 pub fn endpoint(endpoints: &[ServiceEndpoint]) -> &str {
-    cloud_conf::endpoint(endpoints, service::IAM)
+    cloud_conf::endpoint(endpoints, IbmService::Iam)
         .filter(|url| !url.is_empty())
         .unwrap_or(DEFAULT_ENDPOINT)
         .trim_end_matches('/')

@@ -26,8 +26,9 @@ use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
 };
 use crate::graph::AssetError;
+use crate::installconfig::IbmService;
 use crate::installconfig::{IbmCloudPlatform, InstallConfig, Secret};
-use cloud_conf::{Vpc, service};
+use cloud_conf::Vpc;
 
 /// The kube-system Secret the installer writes with the API key (only outside `Manual`
 /// credentials mode, and IBM Cloud accepts only `Manual`: the caller decides).
@@ -101,12 +102,12 @@ pub fn cloud_config(
     let endpoint =
         |name| cloud_conf::endpoint(&ibm.service_endpoints, name).filter(|u| !u.is_empty());
     for (key, name) in [
-        ("iamEndpointOverride", service::IAM),
-        ("g2EndpointOverride", service::VPC),
-        ("rmEndpointOverride", service::RESOURCE_MANAGER),
+        ("iamEndpointOverride", IbmService::Iam),
+        ("g2EndpointOverride", IbmService::Vpc),
+        ("rmEndpointOverride", IbmService::ResourceManager),
     ] {
         if let Some(url) = endpoint(name) {
-            let url = if name == service::VPC { strip_api_version(url) } else { url };
+            let url = if name == IbmService::Vpc { strip_api_version(url) } else { url };
             entries.push((key, url.to_owned()));
         }
     }

@@ -8,10 +8,11 @@
 use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use serde_json::{Value, json};
 
-use super::ibmcloud::cloud_conf::{self, Vpc, service};
+use super::ibmcloud::cloud_conf::{self, Vpc};
 use super::ibmcloud::regions;
 use crate::assets::provider::{CcmSpec, CloudProviderConfig, Context, Provider, Syntax};
 use crate::graph::AssetError;
+use crate::installconfig::IbmService;
 use crate::installconfig::{InstallConfig, PowerVsPlatform};
 
 /// PowerVS regions and the IBM Cloud VPC region each pairs with: the installer's
@@ -86,11 +87,11 @@ pub fn cloud_config(pvs: &PowerVsPlatform, infra_id: &str, account_id: &str) -> 
         ("powerVSZone", pvs.zone.clone()),
     ]);
     for (key, name) in [
-        ("g2EndpointOverride", service::VPC),
-        ("iamEndpointOverride", service::IAM),
-        ("powerVSEndpointOverride", service::POWER),
-        ("rcEndpointOverride", service::RESOURCE_CONTROLLER),
-        ("rmEndpointOverride", service::RESOURCE_MANAGER),
+        ("g2EndpointOverride", IbmService::Vpc),
+        ("iamEndpointOverride", IbmService::Iam),
+        ("powerVSEndpointOverride", IbmService::Power),
+        ("rcEndpointOverride", IbmService::ResourceController),
+        ("rmEndpointOverride", IbmService::ResourceManager),
     ] {
         let url = cloud_conf::endpoint(&pvs.service_endpoints, name).unwrap_or_default();
         entries.push((key, url.to_owned()));

@@ -7,8 +7,8 @@ use super::field::{FieldError, Path};
 use super::uri;
 use crate::installconfig::types::{
     AwsPlatform, AzureCloudName, AzurePlatform, CloudControllerManager, ExternalPlatform,
-    GcpPlatform, IbmCloudPlatform, IpFamily, LoadBalancerType, NutanixPlatform, OpenStackPlatform,
-    Platform, PowerVsPlatform, PrismEndpoint, ServiceEndpoint, VspherePlatform,
+    GcpPlatform, IbmCloudPlatform, IbmService, IpFamily, LoadBalancerType, NutanixPlatform,
+    OpenStackPlatform, Platform, PowerVsPlatform, PrismEndpoint, ServiceEndpoint, VspherePlatform,
 };
 
 /// `platform`: exactly one platform, then that platform's own checks.
@@ -273,25 +273,6 @@ enum Names {
     },
 }
 
-/// openshift/api `PowerVSServiceEndpoint.name`; IBM Cloud's `IBMCloudServiceName` is the same
-/// list without `Power`.
-const IBM_SERVICES: &[&str] = &[
-    "CIS",
-    "COS",
-    "COSConfig",
-    "DNSServices",
-    "GlobalCatalog",
-    "GlobalSearch",
-    "GlobalTagging",
-    "HyperProtect",
-    "IAM",
-    "KeyProtect",
-    "Power",
-    "ResourceController",
-    "ResourceManager",
-    "VPC",
-];
-
 impl Names {
     fn check(self, name: &str, at: &Path) -> Option<FieldError> {
         match self {
@@ -303,8 +284,11 @@ impl Names {
                 (!ok).then(|| FieldError::invalid(at, name, detail))
             }
             Names::Ibm { power } => {
-                let known: Vec<&str> =
-                    IBM_SERVICES.iter().copied().filter(|n| power || *n != "Power").collect();
+                let known: Vec<&str> = IbmService::ALL
+                    .iter()
+                    .filter(|s| power || **s != IbmService::Power)
+                    .map(|s| s.as_str())
+                    .collect();
                 (!known.contains(&name)).then(|| FieldError::not_supported(at, name, &known))
             }
         }
