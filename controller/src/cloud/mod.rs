@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod neutron;
 pub mod nova;
+pub(crate) mod octavia;
 pub mod session;
 
 use std::future::Future;
