@@ -9,70 +9,8 @@
 use std::collections::BTreeSet;
 
 use crate::cloud::octavia::{
-    HealthMonitor, Listener, ListenerSpec, MemberSpec, MonitorSpec, Pool, PoolSpec, Tree,
+    Change as Op, HealthMonitor, Listener, ListenerSpec, MemberSpec, MonitorSpec, Pool, Tree,
 };
-
-/// One Octavia call (or, for the first three, one call per object when the provider needs
-/// serial calls).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Op {
-    /// A new Service port: the listener with its pool, members and monitor.
-    CreateListener(ListenerSpec),
-    /// A listener (and its pool with it) whose port is gone.
-    DeleteListener {
-        listener_id: String,
-        pool_id: Option<String>,
-    },
-    /// A listener whose pool is missing or has the wrong protocol: replace the pool.
-    ReplacePool {
-        listener_id: String,
-        old_pool_id: Option<String>,
-        pool: PoolSpec,
-    },
-    /// allowed_cidrs, connection limit or timeouts changed.
-    UpdateListener {
-        listener_id: String,
-        spec: ListenerSpec,
-    },
-    /// The balancing method changed.
-    UpdatePool {
-        pool_id: String,
-        lb_algorithm: String,
-    },
-    /// The member set changed: one batch call sets it.
-    ReplaceMembers {
-        pool_id: String,
-        members: Vec<MemberSpec>,
-    },
-    CreateMonitor {
-        pool_id: String,
-        monitor: MonitorSpec,
-    },
-    UpdateMonitor {
-        monitor_id: String,
-        monitor: MonitorSpec,
-    },
-    DeleteMonitor {
-        monitor_id: String,
-    },
-}
-
-impl Op {
-    /// A fixed label for metrics and logs.
-    pub(crate) fn label(&self) -> &'static str {
-        match self {
-            Op::CreateListener(_) => "listener_create",
-            Op::DeleteListener { .. } => "listener_delete",
-            Op::ReplacePool { .. } => "pool_replace",
-            Op::UpdateListener { .. } => "listener_update",
-            Op::UpdatePool { .. } => "pool_update",
-            Op::ReplaceMembers { .. } => "members_replace",
-            Op::CreateMonitor { .. } => "monitor_create",
-            Op::UpdateMonitor { .. } => "monitor_update",
-            Op::DeleteMonitor { .. } => "monitor_delete",
-        }
-    }
-}
 
 /// A port of the Service that another Service's listener already holds on a shared LB.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,8 +47,10 @@ pub(crate) fn plan(
     let wanted: BTreeSet<_> = desired.iter().map(|l| key(&l.protocol, l.protocol_port)).collect();
     for have in actual.listeners.iter().filter(mine) {
         if !wanted.contains(&key(&have.protocol, have.protocol_port)) {
-            let pool_id = have.default_pool_id.clone();
-            ops.push(Op::DeleteListener { listener_id: have.id.clone(), pool_id });
+            if let Some(pool_id) = &have.default_pool_id {
+                ops.push(Op::DeletePool { pool_id: pool_id.clone() });
+            }
+            ops.push(Op::DeleteListener { listener_id: have.id.clone() });
         }
     }
     Ok(ops)
@@ -123,12 +63,10 @@ fn listener_ops(want: &ListenerSpec, have: &Listener, tree: &Tree, ops: &mut Vec
     let pool = have.default_pool_id.as_ref().and_then(|id| tree.pools.iter().find(|p| &p.id == id));
     let want_pool = &want.default_pool;
     let Some(pool) = pool.filter(|p| p.protocol == want_pool.protocol) else {
-        let old_pool_id = pool.map(|p| p.id.clone());
-        ops.push(Op::ReplacePool {
-            listener_id: have.id.clone(),
-            old_pool_id,
-            pool: want_pool.clone(),
-        });
+        if let Some(old) = pool {
+            ops.push(Op::DeletePool { pool_id: old.id.clone() });
+        }
+        ops.push(Op::CreatePool { listener_id: have.id.clone(), pool: want_pool.clone() });
         return;
     };
     if pool.lb_algorithm != want_pool.lb_algorithm {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cloud::octavia::{IdRef, LoadBalancer, Member};
+use crate::cloud::octavia::{IdRef, LoadBalancer, Member, PoolSpec};
 
 const TAG: &str = "kube_service_kubernetes_default_web";
 
@@ -107,14 +107,10 @@ fn a_new_port_is_one_create_and_a_removed_port_one_delete() {
     let before = vec![listener("TCP", 80, &["10.0.0.1"]), listener("TCP", 443, &["10.0.0.1"])];
     let after = vec![listener("TCP", 80, &["10.0.0.1"]), listener("TCP", 8443, &["10.0.0.1"])];
     let ops = plan(&after, &applied(&before), TAG).unwrap();
-    assert_eq!(
-        ops.iter().map(Op::label).collect::<Vec<_>>(),
-        ["listener_create", "listener_delete"]
-    );
-    assert_eq!(
-        ops[1],
-        Op::DeleteListener { listener_id: "l443".into(), pool_id: Some("p443".into()) }
-    );
+    let labels: Vec<_> = ops.iter().map(Op::label).collect();
+    assert_eq!(labels, ["listener_create", "pool_delete", "listener_delete"]);
+    assert_eq!(ops[1], Op::DeletePool { pool_id: "p443".into() });
+    assert_eq!(ops[2], Op::DeleteListener { listener_id: "l443".into() });
 }
 
 #[test]
@@ -156,8 +152,9 @@ fn what_octavia_cannot_update_is_replaced() {
     let mut proxy = before.clone();
     proxy[0].default_pool.protocol = "PROXY".into();
     let ops = plan(&proxy, &applied(&before), TAG).unwrap();
+    assert_eq!(ops[0], Op::DeletePool { pool_id: "p80".into() });
     assert!(
-        matches!(&ops[..], [Op::ReplacePool { old_pool_id: Some(p), .. }] if p == "p80"),
+        matches!(&ops[1], Op::CreatePool { listener_id, .. } if listener_id == "l80"),
         "{ops:#?}"
     );
 
@@ -166,7 +163,7 @@ fn what_octavia_cannot_update_is_replaced() {
     udp[0].default_pool.protocol = "UDP".into();
     let labels: Vec<_> =
         plan(&udp, &applied(&before), TAG).unwrap().iter().map(Op::label).collect();
-    assert_eq!(labels, ["listener_create", "listener_delete"]);
+    assert_eq!(labels, ["listener_create", "pool_delete", "listener_delete"]);
 }
 
 #[test]

@@ -8,176 +8,22 @@
 
 use osauth::Session;
 use osauth::services::{GenericService, VersionSelector};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
+
+mod change;
+mod model;
+
+pub(crate) use change::{Change, apply};
+pub(crate) use model::{
+    HealthMonitor, IdRef, Listener, ListenerSpec, LoadBalancer, LoadBalancerSpec, Member,
+    MemberSpec, MonitorSpec, Pool, PoolSpec,
+};
 
 /// `provisioning_status` of an object that can be changed now.
 pub(crate) const ACTIVE: &str = "ACTIVE";
 /// `provisioning_status` of an object Octavia gave up on.
 pub(crate) const ERROR: &str = "ERROR";
-
-/// A load balancer with the IDs of its children.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub(crate) struct LoadBalancer {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) description: String,
-    pub(crate) vip_address: String,
-    pub(crate) vip_port_id: String,
-    pub(crate) vip_subnet_id: String,
-    pub(crate) vip_network_id: String,
-    pub(crate) provider: String,
-    pub(crate) provisioning_status: String,
-    pub(crate) operating_status: String,
-    pub(crate) tags: Vec<String>,
-    pub(crate) listeners: Vec<IdRef>,
-    pub(crate) pools: Vec<IdRef>,
-}
-
-/// `{"id": …}` as Octavia lists children.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub(crate) struct IdRef {
-    pub(crate) id: String,
-}
-
-/// A listener: one Service port.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub(crate) struct Listener {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) protocol: String,
-    pub(crate) protocol_port: u16,
-    pub(crate) default_pool_id: Option<String>,
-    pub(crate) allowed_cidrs: Option<Vec<String>>,
-    pub(crate) connection_limit: i64,
-    pub(crate) timeout_client_data: Option<u64>,
-    pub(crate) timeout_member_connect: Option<u64>,
-    pub(crate) timeout_member_data: Option<u64>,
-    pub(crate) timeout_tcp_inspect: Option<u64>,
-    pub(crate) tags: Vec<String>,
-    pub(crate) provisioning_status: String,
-}
-
-/// A pool: the members behind one listener.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub(crate) struct Pool {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) protocol: String,
-    pub(crate) lb_algorithm: String,
-    pub(crate) healthmonitor_id: Option<String>,
-    pub(crate) members: Vec<IdRef>,
-    pub(crate) provisioning_status: String,
-}
-
-/// A member: one node's NodePort.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub(crate) struct Member {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) address: String,
-    pub(crate) protocol_port: u16,
-    pub(crate) subnet_id: Option<String>,
-}
-
-/// A health monitor of a pool.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub(crate) struct HealthMonitor {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    #[serde(rename = "type")]
-    pub(crate) kind: String,
-    pub(crate) delay: u64,
-    pub(crate) timeout: u64,
-    pub(crate) max_retries: u32,
-    pub(crate) max_retries_down: u32,
-}
-
-/// What the controller asks for: a load balancer and its whole tree, in request shape.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub(crate) struct LoadBalancerSpec {
-    pub(crate) name: String,
-    pub(crate) description: String,
-    pub(crate) tags: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) vip_subnet_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) vip_network_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) vip_port_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) vip_address: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) provider: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) flavor_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) availability_zone: Option<String>,
-    pub(crate) listeners: Vec<ListenerSpec>,
-}
-
-/// A listener with its default pool, in request shape.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub(crate) struct ListenerSpec {
-    pub(crate) name: String,
-    pub(crate) protocol: String,
-    pub(crate) protocol_port: u16,
-    /// Empty: every source (Octavia's default); the diff compares it that way.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) allowed_cidrs: Vec<String>,
-    /// -1: unlimited (Octavia's default).
-    pub(crate) connection_limit: i64,
-    /// Milliseconds; `None`: Octavia's default.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) timeout_client_data: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) timeout_member_connect: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) timeout_member_data: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) timeout_tcp_inspect: Option<u64>,
-    pub(crate) tags: Vec<String>,
-    pub(crate) default_pool: PoolSpec,
-}
-
-/// A pool with its members and monitor, in request shape.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub(crate) struct PoolSpec {
-    pub(crate) name: String,
-    pub(crate) protocol: String,
-    pub(crate) lb_algorithm: String,
-    pub(crate) members: Vec<MemberSpec>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) healthmonitor: Option<MonitorSpec>,
-}
-
-/// A member, in request shape.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub(crate) struct MemberSpec {
-    pub(crate) address: String,
-    pub(crate) protocol_port: u16,
-    pub(crate) name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) subnet_id: Option<String>,
-}
-
-/// A health monitor, in request shape.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub(crate) struct MonitorSpec {
-    pub(crate) name: String,
-    #[serde(rename = "type")]
-    pub(crate) kind: String,
-    pub(crate) delay: u64,
-    pub(crate) timeout: u64,
-    pub(crate) max_retries: u32,
-    pub(crate) max_retries_down: u32,
-}
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -314,6 +160,145 @@ pub(crate) async fn delete_cascade(session: &Session, id: &str) -> Result<(), os
         .send()
         .await?;
     Ok(())
+}
+
+/// The load balancers named `name` (Octavia's `name=` filter is exact).
+pub(crate) async fn load_balancers_named(
+    session: &Session,
+    name: &str,
+) -> Result<Vec<LoadBalancer>, osauth::Error> {
+    let root: LoadBalancersRoot = session
+        .get(LOAD_BALANCER, &[LBAAS, "loadbalancers"])
+        .query(&[("name", name)])
+        .fetch()
+        .await?;
+    Ok(root.loadbalancers)
+}
+
+/// `POST /lbaas/listeners` with its default pool, members and monitor in the same body.
+pub(crate) async fn create_listener(
+    session: &Session,
+    load_balancer_id: &str,
+    spec: &ListenerSpec,
+) -> Result<(), osauth::Error> {
+    let mut body = serde_json::to_value(spec).map_err(invalid)?;
+    body["loadbalancer_id"] = json!(load_balancer_id);
+    session
+        .post(LOAD_BALANCER, &[LBAAS, "listeners"])
+        .json(&json!({ "listener": body }))
+        .send()
+        .await?;
+    Ok(())
+}
+
+/// `PUT /lbaas/listeners/{id}`: what Octavia updates in place.
+pub(crate) async fn update_listener(
+    session: &Session,
+    id: &str,
+    spec: &ListenerSpec,
+) -> Result<(), osauth::Error> {
+    let mut body = json!({
+        // An empty list would mean "no source": send null for "every source".
+        "allowed_cidrs": if spec.allowed_cidrs.is_empty() { Value::Null } else { json!(spec.allowed_cidrs) },
+        "connection_limit": spec.connection_limit,
+    });
+    for (key, value) in [
+        ("timeout_client_data", spec.timeout_client_data),
+        ("timeout_member_connect", spec.timeout_member_connect),
+        ("timeout_member_data", spec.timeout_member_data),
+        ("timeout_tcp_inspect", spec.timeout_tcp_inspect),
+    ] {
+        if let Some(value) = value {
+            body[key] = json!(value);
+        }
+    }
+    session
+        .put(LOAD_BALANCER, &[LBAAS, "listeners", id])
+        .json(&json!({ "listener": body }))
+        .send()
+        .await?;
+    Ok(())
+}
+
+/// `DELETE /lbaas/listeners/{id}`.
+pub(crate) async fn delete_listener(session: &Session, id: &str) -> Result<(), osauth::Error> {
+    session.delete(LOAD_BALANCER, &[LBAAS, "listeners", id]).send().await?;
+    Ok(())
+}
+
+/// `POST /lbaas/pools` as the default pool of `listener_id`, members and monitor included.
+pub(crate) async fn create_pool(
+    session: &Session,
+    listener_id: &str,
+    spec: &PoolSpec,
+) -> Result<(), osauth::Error> {
+    let mut body = serde_json::to_value(spec).map_err(invalid)?;
+    body["listener_id"] = json!(listener_id);
+    session.post(LOAD_BALANCER, &[LBAAS, "pools"]).json(&json!({ "pool": body })).send().await?;
+    Ok(())
+}
+
+/// `PUT /lbaas/pools/{id}` with a new `lb_algorithm`.
+pub(crate) async fn update_pool(
+    session: &Session,
+    id: &str,
+    lb_algorithm: &str,
+) -> Result<(), osauth::Error> {
+    let body = json!({"pool": {"lb_algorithm": lb_algorithm}});
+    session.put(LOAD_BALANCER, &[LBAAS, "pools", id]).json(&body).send().await?;
+    Ok(())
+}
+
+/// `DELETE /lbaas/pools/{id}` (its members and monitor go with it).
+pub(crate) async fn delete_pool(session: &Session, id: &str) -> Result<(), osauth::Error> {
+    session.delete(LOAD_BALANCER, &[LBAAS, "pools", id]).send().await?;
+    Ok(())
+}
+
+/// `PUT /lbaas/pools/{id}/members`: the whole member set in one call.
+pub(crate) async fn replace_members(
+    session: &Session,
+    pool_id: &str,
+    members: &[MemberSpec],
+) -> Result<(), osauth::Error> {
+    let body = json!({ "members": members });
+    session.put(LOAD_BALANCER, &[LBAAS, "pools", pool_id, "members"]).json(&body).send().await?;
+    Ok(())
+}
+
+/// `POST /lbaas/healthmonitors` on `pool_id`.
+pub(crate) async fn create_monitor(
+    session: &Session,
+    pool_id: &str,
+    spec: &MonitorSpec,
+) -> Result<(), osauth::Error> {
+    let mut body = serde_json::to_value(spec).map_err(invalid)?;
+    body["pool_id"] = json!(pool_id);
+    let body = json!({ "healthmonitor": body });
+    session.post(LOAD_BALANCER, &[LBAAS, "healthmonitors"]).json(&body).send().await?;
+    Ok(())
+}
+
+/// `PUT /lbaas/healthmonitors/{id}`: the timings (the type cannot change).
+pub(crate) async fn update_monitor(
+    session: &Session,
+    id: &str,
+    spec: &MonitorSpec,
+) -> Result<(), osauth::Error> {
+    let body = json!({"healthmonitor": {"delay": spec.delay, "timeout": spec.timeout,
+        "max_retries": spec.max_retries, "max_retries_down": spec.max_retries_down}});
+    session.put(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).json(&body).send().await?;
+    Ok(())
+}
+
+/// `DELETE /lbaas/healthmonitors/{id}`.
+pub(crate) async fn delete_monitor(session: &Session, id: &str) -> Result<(), osauth::Error> {
+    session.delete(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).send().await?;
+    Ok(())
+}
+
+fn invalid(e: serde_json::Error) -> osauth::Error {
+    osauth::Error::new(osauth::ErrorKind::InvalidInput, e.to_string())
 }
 
 #[cfg(test)]
