@@ -12,12 +12,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 mod change;
-mod model;
+pub(crate) mod model;
 
 pub(crate) use change::{Change, apply};
 pub(crate) use model::{
-    HealthMonitor, IdRef, Listener, ListenerSpec, LoadBalancer, LoadBalancerSpec, Member,
-    MemberSpec, MonitorSpec, Pool, PoolSpec,
+    HealthMonitor, Listener, ListenerSpec, LoadBalancer, LoadBalancerSpec, Member, MemberSpec,
+    MonitorSpec, Pool, PoolSpec,
 };
 
 /// `provisioning_status` of an object that can be changed now.
@@ -60,20 +60,6 @@ pub(crate) const LOAD_BALANCER: GenericService =
     GenericService::new("load-balancer", VersionSelector::Major(2));
 
 const LBAAS: &str = "lbaas";
-
-/// The load balancers carrying every tag of `tags` (Octavia's `tags=` filter is an AND).
-pub(crate) async fn load_balancers_tagged(
-    session: &Session,
-    tags: &[String],
-) -> Result<Vec<LoadBalancer>, osauth::Error> {
-    let joined = tags.join(",");
-    let root: LoadBalancersRoot = session
-        .get(LOAD_BALANCER, &[LBAAS, "loadbalancers"])
-        .query(&[("tags", joined.as_str())])
-        .fetch()
-        .await?;
-    Ok(root.loadbalancers)
-}
 
 /// `GET /lbaas/loadbalancers/{id}`.
 pub(crate) async fn load_balancer(

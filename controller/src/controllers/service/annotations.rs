@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub(crate) use crate::config::{FloatingSubnet, LbClass as Class};
+
 /// The upstream CCM's annotation prefix.
 const PREFIX: &str = "loadbalancer.openstack.org/";
 /// The legacy internal-LB annotation the upstream CCM still reads.
@@ -24,9 +26,9 @@ pub(crate) const ANNOTATIONS: &[(&str, Support)] = &[
     ("class", Support::Applied),
     ("connection-limit", Support::Applied),
     ("floating-network-id", Support::Applied),
-    ("floating-subnet", Support::Applied),
+    ("floating-subnet", Support::Ignored("not implemented yet: give floating-subnet-id")),
     ("floating-subnet-id", Support::Applied),
-    ("floating-subnet-tags", Support::Applied),
+    ("floating-subnet-tags", Support::Ignored("not implemented yet: give floating-subnet-id")),
     ("keep-floatingip", Support::Applied),
     ("port-id", Support::Applied),
     ("subnet-id", Support::Applied),
@@ -78,6 +80,41 @@ pub(crate) struct Defaults {
     pub(crate) node_selector: BTreeMap<String, String>,
 }
 
+impl Defaults {
+    /// The `[LoadBalancer]` section as the defaults of every Service; a bad `node-selector` is
+    /// reported on each Service (as upstream, which checks it per Service too).
+    pub(crate) fn from_config(lb: &crate::config::LoadBalancer) -> Result<Defaults, String> {
+        let mut errors = Vec::new();
+        let mut read = Reader { annotations: &BTreeMap::new(), errors: &mut errors };
+        let node_selector = match &lb.node_selector {
+            Some(text) => read.selector_of("[LoadBalancer] node-selector", text),
+            None => BTreeMap::new(),
+        };
+        if let Some(error) = errors.into_iter().next() {
+            return Err(error);
+        }
+        Ok(Defaults {
+            internal: lb.internal_lb,
+            lb_method: lb.lb_method.clone(),
+            create_monitor: lb.create_monitor,
+            monitor: Monitor {
+                delay: lb.monitor_delay,
+                timeout: lb.monitor_timeout,
+                max_retries: lb.monitor_max_retries,
+                max_retries_down: lb.monitor_max_retries_down,
+            },
+            subnet_id: lb.subnet_id.clone(),
+            network_id: lb.network_id.clone(),
+            member_subnet_id: lb.member_subnet_id.clone(),
+            floating_network_id: lb.floating_network_id.clone(),
+            floating_subnet: lb.floating_subnet.clone(),
+            flavor_id: lb.flavor_id.clone(),
+            availability_zone: lb.availability_zone.clone(),
+            node_selector,
+        })
+    }
+}
+
 /// Health-monitor timing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Monitor {
@@ -85,26 +122,6 @@ pub(crate) struct Monitor {
     pub(crate) timeout: Duration,
     pub(crate) max_retries: u32,
     pub(crate) max_retries_down: u32,
-}
-
-/// Which subnet of the floating network a floating IP comes from.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct FloatingSubnet {
-    pub(crate) id: Option<String>,
-    /// A glob, or a regular expression after `~`; `!` negates.
-    pub(crate) pattern: Option<String>,
-    /// Comma-separated tags; `&` means all, `!` negates.
-    pub(crate) tags: Option<String>,
-}
-
-/// A `[LoadBalancerClass "name"]` section.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Class {
-    pub(crate) floating_network_id: Option<String>,
-    pub(crate) floating_subnet: FloatingSubnet,
-    pub(crate) network_id: Option<String>,
-    pub(crate) subnet_id: Option<String>,
-    pub(crate) member_subnet_id: Option<String>,
 }
 
 /// Listener timeouts in milliseconds (`None`: Octavia's default).
@@ -152,7 +169,8 @@ pub(crate) fn settings(
     defaults: &Defaults,
     classes: &BTreeMap<String, Class>,
 ) -> Result<Settings, Vec<String>> {
-    let mut read = Reader { annotations, errors: Vec::new() };
+    let mut errors = Vec::new();
+    let mut read = Reader { annotations, errors: &mut errors };
     let class = read.text("class");
     let mut base = defaults.clone();
     if let Some(name) = &class {
@@ -229,7 +247,7 @@ pub(crate) fn settings(
         ignored: ignored(annotations),
         class,
     };
-    if read.errors.is_empty() { Ok(settings) } else { Err(read.errors) }
+    if errors.is_empty() { Ok(settings) } else { Err(errors) }
 }
 
 /// Octavia's `lb_algorithm` values.
@@ -263,7 +281,7 @@ fn ignored(annotations: &BTreeMap<String, String>) -> Vec<(String, &'static str)
 
 struct Reader<'a> {
     annotations: &'a BTreeMap<String, String>,
-    errors: Vec<String>,
+    errors: &'a mut Vec<String>,
 }
 
 impl Reader<'_> {
@@ -324,13 +342,17 @@ impl Reader<'_> {
 
     /// `key=value,key2=value2`: every pair needs its `=`, as upstream.
     fn selector(&mut self, short: &str, text: &str) -> BTreeMap<String, String> {
+        self.selector_of(&format!("{PREFIX}{short}"), text)
+    }
+
+    fn selector_of(&mut self, source: &str, text: &str) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some((k, v)) if !k.trim().is_empty() => {
                     out.insert(k.trim().to_owned(), v.trim().to_owned());
                 }
-                _ => self.errors.push(format!("{PREFIX}{short}: {pair:?} is not key=value")),
+                _ => self.errors.push(format!("{source}: {pair:?} is not key=value")),
             }
         }
         out

@@ -1,5 +1,6 @@
 use super::*;
-use crate::cloud::octavia::{IdRef, LoadBalancer, Member, PoolSpec};
+use crate::cloud::octavia::model::IdRef;
+use crate::cloud::octavia::{LoadBalancer, Member, PoolSpec};
 
 const TAG: &str = "kube_service_kubernetes_default_web";
 
