@@ -34,7 +34,9 @@ pub struct Flags {
     #[arg(long = "kubeconfig", value_name = "FILE")]
     pub(crate) kubeconfig: Option<PathBuf>,
 
-    /// Controllers to run: `*`, `cloud-node`, `cloud-node-lifecycle`, `-name` disables.
+    /// Controllers to run: `*`, `cloud-node`, `cloud-node-lifecycle`, `service`, `-name`
+    /// disables. `service` (Octavia load balancers) runs only when named, until it is tested
+    /// against a real Octavia.
     #[arg(long = "controllers", value_name = "LIST", value_delimiter = ',', default_value = "*", value_parser = controller_selector)]
     pub(crate) controllers: Vec<ControllerSelector>,
 
@@ -248,10 +250,13 @@ impl Flags {
             let off = self.controllers.contains(&ControllerSelector::Disable(name));
             !off && (on || star)
         };
+        // `service` is not part of `*` yet: it runs only when named (see its flag help).
+        let named = |name| self.controllers.contains(&ControllerSelector::Enable(name));
         Controllers {
             node: pick(ControllerName::CloudNode),
             lifecycle: pick(ControllerName::CloudNodeLifecycle),
-            service: pick(ControllerName::Service),
+            service: named(ControllerName::Service)
+                && !self.controllers.contains(&ControllerSelector::Disable(ControllerName::Service)),
         }
     }
 
@@ -327,7 +332,7 @@ mod tests {
         assert_eq!(f.node_status_update_frequency, Duration::from_secs(300));
         assert_eq!(f.node_monitor_period, Duration::from_secs(5));
         assert_eq!(f.concurrent_node_syncs, 1);
-        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: true, service: true });
+        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: true, service: false });
         assert_eq!((f.kube_api_qps, f.kube_api_burst), (20.0, 30));
         let off = parse(&["--cloud-provider=openstack", "--kube-api-qps", "-1"]).unwrap();
         assert_eq!(off.kube_api_qps, -1.0);
@@ -347,7 +352,7 @@ mod tests {
         assert!(!f.leader_elect);
         assert!(f.use_service_account_credentials);
         assert_eq!(f.v, 2);
-        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false, service: true });
+        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false, service: false });
         assert_eq!(f.node_monitor_period, Duration::from_secs(90));
         assert_eq!(parse(&["--cloud-provider=openstack", "-v", "4"]).unwrap().v, 4);
     }
@@ -397,5 +402,13 @@ mod tests {
         let f = parse(&["--cloud-provider=openstack", "--controllers=cloud-node,route"]).unwrap();
         assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false, service: false });
         assert_eq!(f.unsupported_controllers(), vec![ControllerName::Route]);
+    }
+
+    #[test]
+    fn the_service_controller_runs_only_when_named() {
+        let f = parse(&["--cloud-provider=openstack", "--controllers=*,service"]).unwrap();
+        assert!(f.controllers().service && f.unsupported_controllers().is_empty());
+        let f = parse(&["--cloud-provider=openstack", "--controllers=service,-service"]).unwrap();
+        assert!(!f.controllers().service);
     }
 }
