@@ -256,7 +256,9 @@ impl Flags {
             node: pick(ControllerName::CloudNode),
             lifecycle: pick(ControllerName::CloudNodeLifecycle),
             service: named(ControllerName::Service)
-                && !self.controllers.contains(&ControllerSelector::Disable(ControllerName::Service)),
+                && !self
+                    .controllers
+                    .contains(&ControllerSelector::Disable(ControllerName::Service)),
         }
     }
 
