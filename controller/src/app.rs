@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::cloud::OpenStack;
 use crate::config::{self, Networking, Severity};
-use crate::controllers::{Context, ControllerName, lifecycle, node};
+use crate::controllers::{Context, ControllerName, lifecycle, node, service};
 use crate::flags::{Controllers, Flags};
 use crate::metrics::Metrics;
 use crate::{kube as k8s, leader, server};
@@ -65,6 +65,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         cluster_name,
         use_service_account_credentials: _,
         concurrent_node_syncs,
+        concurrent_service_syncs,
         node_status_update_frequency,
         node_monitor_period,
         kube_api_qps,
@@ -87,6 +88,12 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
     let client =
         clients(&mut tasks, &cloud, kubeconfig.as_deref(), kube_api_qps, kube_api_burst).await?;
     let networking = loaded.config.networking.clone();
+    let service = service::run::Plan::new(
+        controllers.service,
+        &loaded.config,
+        cluster_name,
+        concurrent_service_syncs,
+    )?;
     spawn_credentials(&mut tasks, loaded, &client, &cloud);
     let settings = leader_elect.then_some(leader::Settings {
         namespace: leader_elect_resource_namespace,
@@ -104,6 +111,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         monitor_period: node_monitor_period,
         regional: env.regional,
         networking,
+        service,
     };
     spawn_controllers(&mut tasks, Clients { kube: client, cloud, metrics }, plan, leading);
     supervise(tasks, release).await
@@ -256,6 +264,8 @@ struct Plan {
     monitor_period: Duration,
     regional: bool,
     networking: Networking,
+    /// The service controller's settings, when it is enabled (flag and `[LoadBalancer] enabled`).
+    service: Option<service::run::Plan>,
 }
 
 /// The clients and registry the controllers share.
@@ -273,12 +283,21 @@ fn spawn_controllers(
     plan: Plan,
     mut leading: watch::Receiver<bool>,
 ) {
-    let Plan { controllers, concurrency, refresh_period, monitor_period, regional, networking } =
-        plan;
+    let Plan {
+        controllers,
+        concurrency,
+        refresh_period,
+        monitor_period,
+        regional,
+        networking,
+        service,
+    } = plan;
     let Clients { kube, cloud, metrics } = clients;
     let nodes_api: Api<Node> = Api::all(kube.clone());
     let controller = Controller::new(nodes_api, watcher::Config::default())
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
+    let service = service
+        .map(|plan| plan.context(kube.clone(), cloud.clone(), metrics.clone(), controller.store()));
     let mut ctx = Context::new(kube, cloud, metrics, networking, controller.store());
     ctx.regional = regional;
     ctx.initialize = controllers.node;
@@ -314,7 +333,14 @@ fn spawn_controllers(
                 std::future::pending::<()>().await;
             }
         };
+        let services = async {
+            match service {
+                Some((ctx, concurrency)) => service::run::start(ctx, concurrency).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
         tokio::select! {
+            () = services => (ControllerName::Service.as_str(), Ok(())),
             () = watch => ("node-watch", Ok(())),
             () = refresh => ("cloud-node-refresh", Ok(())),
             () = lifecycle => (ControllerName::CloudNodeLifecycle.as_str(), Ok(())),

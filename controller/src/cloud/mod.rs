@@ -1,8 +1,11 @@
 //! The `Cloud` trait: the only OpenStack surface the controllers see, and its error type.
 
 pub mod auth;
+pub(crate) mod floating_ips;
+pub(crate) mod load_balancing;
 pub mod neutron;
 pub mod nova;
+pub(crate) mod octavia;
 pub mod session;
 
 use std::future::Future;
@@ -14,10 +17,10 @@ pub use session::OpenStack;
 /// An error talking to OpenStack. Only [`Error::NotFound`] may lead to deleting a Node.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
-    /// The server does not exist (404 by ID, or no server with that exact name).
-    #[error("server {what} not found")]
+    /// The object does not exist (404 by ID, or no server with that exact name).
+    #[error("{what} not found")]
     NotFound {
-        /// `id 1234…` or `named "worker-0"`.
+        /// `server id 1234…`, `server named "worker-0"`, `load balancer 5678…`.
         what: String,
     },
     /// More than one server has the node's name.

@@ -175,7 +175,7 @@ impl OpenStack {
     }
 
     /// Runs one call: re-auth once on 401, map errors, count the result.
-    async fn call<T, F, Fut>(
+    pub(super) async fn call<T, F, Fut>(
         &self,
         service: &'static str,
         operation: &'static str,
@@ -255,7 +255,7 @@ impl Cloud for OpenStack {
     async fn server(&self, lookup: &Lookup) -> Result<Server> {
         match lookup {
             Lookup::Id(id) => {
-                self.call("compute", "server_get", &format!("id {id}"), |s| {
+                self.call("compute", "server_get", &format!("server id {id}"), |s| {
                     let id = id.clone();
                     async move { nova::get_server(&s, &id).await }
                 })
@@ -263,14 +263,14 @@ impl Cloud for OpenStack {
             }
             Lookup::Name(name) => {
                 let mut found = self
-                    .call("compute", "server_list", &format!("named {name:?}"), |s| {
+                    .call("compute", "server_list", &format!("server named {name:?}"), |s| {
                         let name = name.clone();
                         async move { nova::find_servers_by_name(&s, &name).await }
                     })
                     .await?;
                 match found.len() {
                     1 => Ok(found.remove(0)),
-                    0 => Err(Error::NotFound { what: format!("named {name:?}") }),
+                    0 => Err(Error::NotFound { what: format!("server named {name:?}") }),
                     count => Err(Error::Ambiguous { name: name.clone(), count }),
                 }
             }
@@ -280,7 +280,7 @@ impl Cloud for OpenStack {
     async fn instance(&self, lookup: &Lookup) -> Result<Instance> {
         let server = self.server(lookup).await?;
         let ports = self
-            .call("network", "port_list", &format!("ports of {}", server.id), |s| {
+            .call("network", "port_list", &format!("ports of server {}", server.id), |s| {
                 let id = server.id.clone();
                 async move { neutron::list_ports(&s, Some(&id)).await }
             })

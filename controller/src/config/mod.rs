@@ -20,7 +20,7 @@ use std::fmt;
 
 use ccm_formats::gcfg::{self, Document};
 
-pub(crate) use typed::Config;
+pub(crate) use typed::{Config, FloatingSubnet, LbClass, LoadBalancer};
 pub use typed::{Credentials, EndpointInterface, Networking};
 
 use keys::Kind;

@@ -14,23 +14,9 @@ pub(crate) struct Config {
     pub(crate) global: Global,
     /// `[Networking]`.
     pub(crate) networking: Networking,
-    /// `[LoadBalancer]` (parsed and checked; this controller runs no service controller).
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "typed for the service controller (DESIGN §7), not written yet; the tests pin the values"
-        )
-    )]
+    /// `[LoadBalancer]`: the service controller's defaults.
     pub(crate) load_balancer: LoadBalancer,
     /// `[LoadBalancerClass "name"]` by name.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "typed for the service controller (DESIGN §7), not written yet; the tests pin the values"
-        )
-    )]
     pub(crate) lb_classes: BTreeMap<String, LbClass>,
     /// `[Metadata]`.
     pub(crate) metadata: Metadata,
@@ -182,6 +168,29 @@ pub(crate) struct LoadBalancer {
     pub(crate) cascade_delete: bool,
     /// `max-shared-lb`.
     pub(crate) max_shared_lb: i64,
+    /// `member-subnet-id`.
+    pub(crate) member_subnet_id: Option<String>,
+    /// `floating-subnet-id`, `floating-subnet`, `floating-subnet-tags`.
+    pub(crate) floating_subnet: FloatingSubnet,
+    /// `flavor-id`.
+    pub(crate) flavor_id: Option<String>,
+    /// `availability-zone`.
+    pub(crate) availability_zone: Option<String>,
+    /// `node-selector` (`key=value,…`, checked by the service controller).
+    pub(crate) node_selector: Option<String>,
+    /// `provider-requires-serial-api-calls`.
+    pub(crate) serial_api_calls: bool,
+}
+
+/// Which subnet of the floating network a floating IP comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct FloatingSubnet {
+    /// `floating-subnet-id`.
+    pub(crate) id: Option<String>,
+    /// `floating-subnet`.
+    pub(crate) pattern: Option<String>,
+    /// `floating-subnet-tags`.
+    pub(crate) tags: Option<String>,
 }
 
 /// `[LoadBalancerClass "name"]`.
@@ -189,8 +198,8 @@ pub(crate) struct LoadBalancer {
 pub(crate) struct LbClass {
     /// `floating-network-id`.
     pub(crate) floating_network_id: Option<String>,
-    /// `floating-subnet-id`.
-    pub(crate) floating_subnet_id: Option<String>,
+    /// `floating-subnet-id`, `floating-subnet`, `floating-subnet-tags`.
+    pub(crate) floating_subnet: FloatingSubnet,
     /// `network-id`.
     pub(crate) network_id: Option<String>,
     /// `subnet-id`.
@@ -301,7 +310,11 @@ impl Config {
                     |key| v.class_get(&name, key).filter(|s| !s.is_empty()).map(str::to_owned);
                 let class = LbClass {
                     floating_network_id: get("floating-network-id"),
-                    floating_subnet_id: get("floating-subnet-id"),
+                    floating_subnet: FloatingSubnet {
+                        id: get("floating-subnet-id"),
+                        pattern: get("floating-subnet"),
+                        tags: get("floating-subnet-tags"),
+                    },
                     network_id: get("network-id"),
                     subnet_id: get("subnet-id"),
                     member_subnet_id: get("member-subnet-id"),
@@ -344,6 +357,21 @@ impl Config {
                 internal_lb: flag(v, "LoadBalancer", "internal-lb", false),
                 cascade_delete: flag(v, "LoadBalancer", "cascade-delete", true),
                 max_shared_lb: number(v, "LoadBalancer", "max-shared-lb", 2),
+                member_subnet_id: text(v, "LoadBalancer", "member-subnet-id"),
+                floating_subnet: FloatingSubnet {
+                    id: text(v, "LoadBalancer", "floating-subnet-id"),
+                    pattern: text(v, "LoadBalancer", "floating-subnet"),
+                    tags: text(v, "LoadBalancer", "floating-subnet-tags"),
+                },
+                flavor_id: text(v, "LoadBalancer", "flavor-id"),
+                availability_zone: text(v, "LoadBalancer", "availability-zone"),
+                node_selector: text(v, "LoadBalancer", "node-selector"),
+                serial_api_calls: flag(
+                    v,
+                    "LoadBalancer",
+                    "provider-requires-serial-api-calls",
+                    false,
+                ),
             },
             lb_classes,
             metadata: Metadata {

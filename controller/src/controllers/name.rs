@@ -42,7 +42,7 @@ impl ControllerName {
 
     /// True for the controllers this binary runs.
     pub(crate) fn is_implemented(self) -> bool {
-        matches!(self, ControllerName::CloudNode | ControllerName::CloudNodeLifecycle)
+        !matches!(self, ControllerName::Route)
     }
 }
 

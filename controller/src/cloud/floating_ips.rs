@@ -1,0 +1,91 @@
+//! Neutron floating IPs for load-balancer VIPs: find, allocate (tagged), move, release.
+
+use osauth::Session;
+use osauth::services::NETWORK;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// A floating IP.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct FloatingIp {
+    pub(crate) id: String,
+    pub(crate) floating_ip_address: String,
+    pub(crate) floating_network_id: String,
+    pub(crate) port_id: Option<String>,
+    pub(crate) tags: Vec<String>,
+}
+
+/// What to allocate.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct FloatingIpSpec {
+    pub(crate) floating_network_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) subnet_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) floating_ip_address: Option<String>,
+    pub(crate) port_id: String,
+    pub(crate) description: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FloatingIpsRoot {
+    floatingips: Vec<FloatingIp>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FloatingIpRoot {
+    floatingip: FloatingIp,
+}
+
+/// Floating IPs matching `filter` (`port_id`, `floating_ip_address`, `tags`...).
+pub(crate) async fn list(
+    session: &Session,
+    filter: &[(&str, &str)],
+) -> Result<Vec<FloatingIp>, osauth::Error> {
+    let root: FloatingIpsRoot =
+        session.get(NETWORK, &["floatingips"]).query(filter).fetch().await?;
+    Ok(root.floatingips)
+}
+
+/// Allocates one on `spec.port_id`, then tags it (Neutron takes tags only after create).
+pub(crate) async fn create(
+    session: &Session,
+    spec: &FloatingIpSpec,
+    tags: &[String],
+) -> Result<FloatingIp, osauth::Error> {
+    let root: FloatingIpRoot = session
+        .post(NETWORK, &["floatingips"])
+        .json(&json!({ "floatingip": spec }))
+        .fetch()
+        .await?;
+    let mut fip = root.floatingip;
+    if !tags.is_empty() {
+        session
+            .put(NETWORK, &["floatingips", &fip.id, "tags"])
+            .json(&json!({ "tags": tags }))
+            .send()
+            .await?;
+        fip.tags = tags.to_vec();
+    }
+    Ok(fip)
+}
+
+/// Points the floating IP at `port_id` (`None`: detach it).
+pub(crate) async fn set_port(
+    session: &Session,
+    id: &str,
+    port_id: Option<&str>,
+) -> Result<(), osauth::Error> {
+    let body = json!({"floatingip": {"port_id": port_id}});
+    session.put(NETWORK, &["floatingips", id]).json(&body).send().await?;
+    Ok(())
+}
+
+/// Releases it.
+pub(crate) async fn delete(session: &Session, id: &str) -> Result<(), osauth::Error> {
+    session.delete(NETWORK, &["floatingips", id]).send().await?;
+    Ok(())
+}

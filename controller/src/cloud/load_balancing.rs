@@ -1,0 +1,155 @@
+//! The `LoadBalancing` trait: the OpenStack surface the service controller sees (Octavia, and
+//! Neutron's floating IPs), and its implementation on the shared, counted session.
+
+use std::future::Future;
+
+use super::floating_ips::{self, FloatingIp, FloatingIpSpec};
+use super::octavia::{self, Change, LoadBalancer, LoadBalancerSpec, Tree};
+use super::{OpenStack, Result};
+
+/// The metrics' service label of Octavia calls.
+const SERVICE: &str = "load-balancer";
+
+/// What the service controller needs from OpenStack.
+pub(crate) trait LoadBalancing: Send + Sync + 'static {
+    /// Whether the catalog has a load-balancer (Octavia) endpoint.
+    fn has_load_balancer(&self) -> impl Future<Output = Result<bool>> + Send;
+    /// Load balancers with exactly this name.
+    fn load_balancers_named(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<LoadBalancer>>> + Send;
+    /// One load balancer (its status, for the waits).
+    fn load_balancer(&self, id: &str) -> impl Future<Output = Result<LoadBalancer>> + Send;
+    /// Its listeners, pools, members and monitors.
+    fn tree(&self, load_balancer: LoadBalancer) -> impl Future<Output = Result<Tree>> + Send;
+    /// A fully-populated create.
+    fn create(&self, spec: &LoadBalancerSpec) -> impl Future<Output = Result<LoadBalancer>> + Send;
+    /// One change to the tree.
+    fn change(
+        &self,
+        load_balancer_id: &str,
+        change: &Change,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Deletes it with everything under it.
+    fn delete(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+    /// Floating IPs matching a Neutron filter.
+    fn floating_ips(
+        &self,
+        filter: &[(&'static str, String)],
+    ) -> impl Future<Output = Result<Vec<FloatingIp>>> + Send;
+    /// Allocates a floating IP on a port, tagged.
+    fn create_floating_ip(
+        &self,
+        spec: &FloatingIpSpec,
+        tags: &[String],
+    ) -> impl Future<Output = Result<FloatingIp>> + Send;
+    /// Attaches a floating IP to a port, or detaches it (`None`).
+    fn set_floating_ip_port(
+        &self,
+        id: &str,
+        port_id: Option<&str>,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Releases a floating IP.
+    fn delete_floating_ip(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+}
+
+impl LoadBalancing for OpenStack {
+    async fn has_load_balancer(&self) -> Result<bool> {
+        let found = self
+            .call("identity", "catalog_lookup", "the load-balancer endpoint", |s| async move {
+                match s.get_endpoint(octavia::LOAD_BALANCER, std::iter::empty::<&str>()).await {
+                    Ok(_) => Ok(true),
+                    Err(e) if e.kind() == osauth::ErrorKind::EndpointNotFound => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        Ok(found)
+    }
+
+    async fn load_balancers_named(&self, name: &str) -> Result<Vec<LoadBalancer>> {
+        let what = format!("load balancers named {name:?}");
+        self.call(SERVICE, "loadbalancer_list", &what, |s| async move {
+            octavia::load_balancers_named(&s, name).await
+        })
+        .await
+    }
+
+    async fn load_balancer(&self, id: &str) -> Result<LoadBalancer> {
+        let what = format!("load balancer {id}");
+        self.call(SERVICE, "loadbalancer_get", &what, |s| async move {
+            octavia::load_balancer(&s, id).await
+        })
+        .await
+    }
+
+    async fn tree(&self, load_balancer: LoadBalancer) -> Result<Tree> {
+        let what = format!("the tree of load balancer {}", load_balancer.id);
+        self.call(SERVICE, "loadbalancer_tree", &what, |s| {
+            let load_balancer = load_balancer.clone();
+            async move { octavia::tree(&s, load_balancer).await }
+        })
+        .await
+    }
+
+    async fn create(&self, spec: &LoadBalancerSpec) -> Result<LoadBalancer> {
+        let what = format!("load balancer {:?}", spec.name);
+        self.call(SERVICE, "loadbalancer_create", &what, |s| async move {
+            octavia::create(&s, spec).await
+        })
+        .await
+    }
+
+    async fn change(&self, load_balancer_id: &str, change: &Change) -> Result<()> {
+        let what = format!("{} of load balancer {load_balancer_id}", change.label());
+        self.call(SERVICE, change.label(), &what, |s| async move {
+            octavia::apply(&s, load_balancer_id, change).await
+        })
+        .await
+    }
+
+    async fn delete(&self, id: &str) -> Result<()> {
+        let what = format!("load balancer {id}");
+        self.call(SERVICE, "loadbalancer_delete", &what, |s| async move {
+            octavia::delete_cascade(&s, id).await
+        })
+        .await
+    }
+
+    async fn floating_ips(&self, filter: &[(&'static str, String)]) -> Result<Vec<FloatingIp>> {
+        self.call("network", "floatingip_list", "floating IPs", |s| async move {
+            let query: Vec<(&str, &str)> = filter.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            floating_ips::list(&s, &query).await
+        })
+        .await
+    }
+
+    async fn create_floating_ip(
+        &self,
+        spec: &FloatingIpSpec,
+        tags: &[String],
+    ) -> Result<FloatingIp> {
+        let what = format!("a floating IP on network {}", spec.floating_network_id);
+        self.call("network", "floatingip_create", &what, |s| async move {
+            floating_ips::create(&s, spec, tags).await
+        })
+        .await
+    }
+
+    async fn set_floating_ip_port(&self, id: &str, port_id: Option<&str>) -> Result<()> {
+        let what = format!("floating IP {id}");
+        self.call("network", "floatingip_update", &what, |s| async move {
+            floating_ips::set_port(&s, id, port_id).await
+        })
+        .await
+    }
+
+    async fn delete_floating_ip(&self, id: &str) -> Result<()> {
+        let what = format!("floating IP {id}");
+        self.call("network", "floatingip_delete", &what, |s| async move {
+            floating_ips::delete(&s, id).await
+        })
+        .await
+    }
+}

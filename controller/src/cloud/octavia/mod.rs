@@ -1,0 +1,345 @@
+//! Octavia (load-balancer v2) requests and our own serde structs: what the service controller
+//! reads and writes, nothing more (`#[serde(default)]`: a field hidden by policy is not fatal).
+//!
+//! Octavia answers a fully-populated create (`POST /lbaas/loadbalancers` with listeners, their
+//! default pools, members and health monitors in one body) with the whole tree in
+//! `PENDING_CREATE`; every later change to an object of the tree needs the load balancer back in
+//! `ACTIVE` first (else 409), which is why the controller plans all changes before making any.
+
+use osauth::Session;
+use osauth::services::{GenericService, VersionSelector};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+mod change;
+pub(crate) mod model;
+
+pub(crate) use change::{Change, apply};
+pub(crate) use model::{
+    HealthMonitor, Listener, ListenerSpec, LoadBalancer, LoadBalancerSpec, Member, MemberSpec,
+    MonitorSpec, Pool, PoolSpec,
+};
+
+/// `provisioning_status` of an object that can be changed now.
+pub(crate) const ACTIVE: &str = "ACTIVE";
+/// `provisioning_status` of an object Octavia gave up on.
+pub(crate) const ERROR: &str = "ERROR";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct LoadBalancersRoot {
+    loadbalancers: Vec<LoadBalancer>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct LoadBalancerRoot {
+    loadbalancer: LoadBalancer,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ListenersRoot {
+    listeners: Vec<Listener>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct PoolsRoot {
+    pools: Vec<Pool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct MembersRoot {
+    members: Vec<Member>,
+}
+
+/// Octavia's catalog type (osauth predefines no load-balancer service).
+pub(crate) const LOAD_BALANCER: GenericService =
+    GenericService::new("load-balancer", VersionSelector::Major(2));
+
+const LBAAS: &str = "lbaas";
+
+/// `GET /lbaas/loadbalancers/{id}`.
+pub(crate) async fn load_balancer(
+    session: &Session,
+    id: &str,
+) -> Result<LoadBalancer, osauth::Error> {
+    let root: LoadBalancerRoot =
+        session.get(LOAD_BALANCER, &[LBAAS, "loadbalancers", id]).fetch().await?;
+    Ok(root.loadbalancer)
+}
+
+/// A load balancer's tree as Octavia has it now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Tree {
+    pub(crate) load_balancer: LoadBalancer,
+    pub(crate) listeners: Vec<Listener>,
+    pub(crate) pools: Vec<Pool>,
+    /// Members by pool ID.
+    pub(crate) members: Vec<(String, Vec<Member>)>,
+    pub(crate) monitors: Vec<HealthMonitor>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct HealthMonitorRoot {
+    healthmonitor: HealthMonitor,
+}
+
+/// The tree of `load_balancer`: two list calls (listeners, pools), then per pool one for its
+/// members and one for its monitor (Octavia lists members only per pool).
+pub(crate) async fn tree(
+    session: &Session,
+    load_balancer: LoadBalancer,
+) -> Result<Tree, osauth::Error> {
+    let query = [("loadbalancer_id", load_balancer.id.as_str())];
+    let listeners: ListenersRoot =
+        session.get(LOAD_BALANCER, &[LBAAS, "listeners"]).query(&query).fetch().await?;
+    let pools: PoolsRoot =
+        session.get(LOAD_BALANCER, &[LBAAS, "pools"]).query(&query).fetch().await?;
+    let mut members = Vec::with_capacity(pools.pools.len());
+    let mut monitors = Vec::new();
+    for pool in &pools.pools {
+        let root: MembersRoot =
+            session.get(LOAD_BALANCER, &[LBAAS, "pools", &pool.id, "members"]).fetch().await?;
+        members.push((pool.id.clone(), root.members));
+        if let Some(id) = &pool.healthmonitor_id {
+            let root: HealthMonitorRoot =
+                session.get(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).fetch().await?;
+            monitors.push(root.healthmonitor);
+        }
+    }
+    Ok(Tree {
+        load_balancer,
+        listeners: listeners.listeners,
+        pools: pools.pools,
+        members,
+        monitors,
+    })
+}
+
+/// The body of a fully-populated create.
+pub(crate) fn create_body(spec: &LoadBalancerSpec) -> Value {
+    json!({ "loadbalancer": spec })
+}
+
+/// `POST /lbaas/loadbalancers`, fully populated.
+pub(crate) async fn create(
+    session: &Session,
+    spec: &LoadBalancerSpec,
+) -> Result<LoadBalancer, osauth::Error> {
+    let root: LoadBalancerRoot = session
+        .post(LOAD_BALANCER, &[LBAAS, "loadbalancers"])
+        .json(&create_body(spec))
+        .fetch()
+        .await?;
+    Ok(root.loadbalancer)
+}
+
+/// `DELETE /lbaas/loadbalancers/{id}?cascade=true`.
+pub(crate) async fn delete_cascade(session: &Session, id: &str) -> Result<(), osauth::Error> {
+    session
+        .delete(LOAD_BALANCER, &[LBAAS, "loadbalancers", id])
+        .query(&[("cascade", "true")])
+        .send()
+        .await?;
+    Ok(())
+}
+
+/// The load balancers named `name` (Octavia's `name=` filter is exact).
+pub(crate) async fn load_balancers_named(
+    session: &Session,
+    name: &str,
+) -> Result<Vec<LoadBalancer>, osauth::Error> {
+    let root: LoadBalancersRoot = session
+        .get(LOAD_BALANCER, &[LBAAS, "loadbalancers"])
+        .query(&[("name", name)])
+        .fetch()
+        .await?;
+    Ok(root.loadbalancers)
+}
+
+/// `POST /lbaas/listeners` with its default pool, members and monitor in the same body.
+pub(crate) async fn create_listener(
+    session: &Session,
+    load_balancer_id: &str,
+    spec: &ListenerSpec,
+) -> Result<(), osauth::Error> {
+    let mut body = serde_json::to_value(spec).map_err(invalid)?;
+    body["loadbalancer_id"] = json!(load_balancer_id);
+    session
+        .post(LOAD_BALANCER, &[LBAAS, "listeners"])
+        .json(&json!({ "listener": body }))
+        .send()
+        .await?;
+    Ok(())
+}
+
+/// `PUT /lbaas/listeners/{id}`: what Octavia updates in place.
+pub(crate) async fn update_listener(
+    session: &Session,
+    id: &str,
+    spec: &ListenerSpec,
+) -> Result<(), osauth::Error> {
+    let mut body = json!({
+        // An empty list would mean "no source": send null for "every source".
+        "allowed_cidrs": if spec.allowed_cidrs.is_empty() { Value::Null } else { json!(spec.allowed_cidrs) },
+        "connection_limit": spec.connection_limit,
+    });
+    for (key, value) in [
+        ("timeout_client_data", spec.timeout_client_data),
+        ("timeout_member_connect", spec.timeout_member_connect),
+        ("timeout_member_data", spec.timeout_member_data),
+        ("timeout_tcp_inspect", spec.timeout_tcp_inspect),
+    ] {
+        if let Some(value) = value {
+            body[key] = json!(value);
+        }
+    }
+    session
+        .put(LOAD_BALANCER, &[LBAAS, "listeners", id])
+        .json(&json!({ "listener": body }))
+        .send()
+        .await?;
+    Ok(())
+}
+
+/// `DELETE /lbaas/listeners/{id}`.
+pub(crate) async fn delete_listener(session: &Session, id: &str) -> Result<(), osauth::Error> {
+    session.delete(LOAD_BALANCER, &[LBAAS, "listeners", id]).send().await?;
+    Ok(())
+}
+
+/// `POST /lbaas/pools` as the default pool of `listener_id`, members and monitor included.
+pub(crate) async fn create_pool(
+    session: &Session,
+    listener_id: &str,
+    spec: &PoolSpec,
+) -> Result<(), osauth::Error> {
+    let mut body = serde_json::to_value(spec).map_err(invalid)?;
+    body["listener_id"] = json!(listener_id);
+    session.post(LOAD_BALANCER, &[LBAAS, "pools"]).json(&json!({ "pool": body })).send().await?;
+    Ok(())
+}
+
+/// `PUT /lbaas/pools/{id}` with a new `lb_algorithm`.
+pub(crate) async fn update_pool(
+    session: &Session,
+    id: &str,
+    lb_algorithm: &str,
+) -> Result<(), osauth::Error> {
+    let body = json!({"pool": {"lb_algorithm": lb_algorithm}});
+    session.put(LOAD_BALANCER, &[LBAAS, "pools", id]).json(&body).send().await?;
+    Ok(())
+}
+
+/// `DELETE /lbaas/pools/{id}` (its members and monitor go with it).
+pub(crate) async fn delete_pool(session: &Session, id: &str) -> Result<(), osauth::Error> {
+    session.delete(LOAD_BALANCER, &[LBAAS, "pools", id]).send().await?;
+    Ok(())
+}
+
+/// `PUT /lbaas/pools/{id}/members`: the whole member set in one call.
+pub(crate) async fn replace_members(
+    session: &Session,
+    pool_id: &str,
+    members: &[MemberSpec],
+) -> Result<(), osauth::Error> {
+    let body = json!({ "members": members });
+    session.put(LOAD_BALANCER, &[LBAAS, "pools", pool_id, "members"]).json(&body).send().await?;
+    Ok(())
+}
+
+/// `POST /lbaas/healthmonitors` on `pool_id`.
+pub(crate) async fn create_monitor(
+    session: &Session,
+    pool_id: &str,
+    spec: &MonitorSpec,
+) -> Result<(), osauth::Error> {
+    let mut body = serde_json::to_value(spec).map_err(invalid)?;
+    body["pool_id"] = json!(pool_id);
+    let body = json!({ "healthmonitor": body });
+    session.post(LOAD_BALANCER, &[LBAAS, "healthmonitors"]).json(&body).send().await?;
+    Ok(())
+}
+
+/// `PUT /lbaas/healthmonitors/{id}`: the timings (the type cannot change).
+pub(crate) async fn update_monitor(
+    session: &Session,
+    id: &str,
+    spec: &MonitorSpec,
+) -> Result<(), osauth::Error> {
+    let body = json!({"healthmonitor": {"delay": spec.delay, "timeout": spec.timeout,
+        "max_retries": spec.max_retries, "max_retries_down": spec.max_retries_down}});
+    session.put(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).json(&body).send().await?;
+    Ok(())
+}
+
+/// `DELETE /lbaas/healthmonitors/{id}`.
+pub(crate) async fn delete_monitor(session: &Session, id: &str) -> Result<(), osauth::Error> {
+    session.delete(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).send().await?;
+    Ok(())
+}
+
+fn invalid(e: serde_json::Error) -> osauth::Error {
+    osauth::Error::new(osauth::ErrorKind::InvalidInput, e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fully_populated_create_nests_pool_members_and_monitor_under_each_listener() {
+        let spec = LoadBalancerSpec {
+            name: "kube_service_kubernetes_default_web".into(),
+            tags: vec!["kube_service_kubernetes_default_web".into()],
+            vip_subnet_id: Some("sub".into()),
+            listeners: vec![ListenerSpec {
+                name: "listener_0".into(),
+                protocol: "TCP".into(),
+                protocol_port: 80,
+                connection_limit: -1,
+                default_pool: PoolSpec {
+                    name: "pool_0".into(),
+                    protocol: "TCP".into(),
+                    lb_algorithm: "ROUND_ROBIN".into(),
+                    members: vec![MemberSpec {
+                        address: "10.0.0.5".into(),
+                        protocol_port: 30080,
+                        name: "worker-0".into(),
+                        subnet_id: None,
+                    }],
+                    healthmonitor: Some(MonitorSpec {
+                        name: "monitor_0".into(),
+                        kind: "TCP".into(),
+                        delay: 5,
+                        timeout: 3,
+                        max_retries: 1,
+                        max_retries_down: 3,
+                    }),
+                },
+                ..ListenerSpec::default()
+            }],
+            ..LoadBalancerSpec::default()
+        };
+        let body = create_body(&spec);
+        let listener = &body["loadbalancer"]["listeners"][0];
+        assert_eq!(listener["default_pool"]["members"][0]["protocol_port"], 30080);
+        assert_eq!(listener["default_pool"]["healthmonitor"]["type"], "TCP");
+        assert!(listener.get("allowed_cidrs").is_none(), "empty means every source: {body}");
+        assert!(body["loadbalancer"].get("vip_port_id").is_none());
+    }
+
+    #[test]
+    fn a_load_balancer_decodes_with_hidden_fields_missing() {
+        let lb: LoadBalancerRoot = serde_json::from_str(
+            r#"{"loadbalancer":{"id":"x","provisioning_status":"PENDING_CREATE","listeners":[{"id":"l"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(lb.loadbalancer.listeners[0].id, "l");
+        assert!(lb.loadbalancer.tags.is_empty());
+    }
+}

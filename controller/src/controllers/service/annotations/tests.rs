@@ -1,0 +1,113 @@
+use super::*;
+
+fn defaults() -> Defaults {
+    Defaults {
+        lb_method: "ROUND_ROBIN".into(),
+        monitor: Monitor {
+            delay: Duration::from_secs(5),
+            timeout: Duration::from_secs(3),
+            max_retries: 1,
+            max_retries_down: 3,
+        },
+        subnet_id: Some("config-subnet".into()),
+        floating_network_id: Some("config-fip-net".into()),
+        ..Defaults::default()
+    }
+}
+
+fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+}
+
+fn ours(short: &str) -> String {
+    format!("{PREFIX}{short}")
+}
+
+#[test]
+fn without_annotations_the_config_decides() {
+    let got = settings(&BTreeMap::new(), &defaults(), &BTreeMap::new()).unwrap();
+    assert_eq!(got.subnet_id.as_deref(), Some("config-subnet"));
+    assert_eq!(got.floating_network_id.as_deref(), Some("config-fip-net"));
+    assert_eq!((got.connection_limit, got.monitor, got.internal), (-1, None, false));
+    assert!(got.ignored.is_empty());
+}
+
+#[test]
+fn annotations_override_the_class_which_overrides_the_config() {
+    let gold = Class {
+        subnet_id: Some("gold-subnet".into()),
+        network_id: Some("gold-net".into()),
+        ..Class::default()
+    };
+    let classes = BTreeMap::from([("gold".to_owned(), gold)]);
+    let a = annotations(&[
+        (&ours("class"), "gold"),
+        (&ours("subnet-id"), "annotated-subnet"),
+        (&ours("enable-health-monitor"), "true"),
+        (&ours("health-monitor-delay"), "20"),
+        (&ours("lb-method"), "LEAST_CONNECTIONS"),
+        (&ours("connection-limit"), "500"),
+        (&ours("node-selector"), "pool=web, zone = a"),
+        (INTERNAL, "true"),
+    ]);
+    let got = settings(&a, &defaults(), &classes).unwrap();
+    assert_eq!(got.subnet_id.as_deref(), Some("annotated-subnet"));
+    assert_eq!(got.network_id.as_deref(), Some("gold-net"));
+    assert_eq!(got.monitor.unwrap().delay, Duration::from_secs(20));
+    assert_eq!(got.monitor.unwrap().max_retries_down, 3);
+    assert_eq!((got.lb_method.as_str(), got.connection_limit), ("LEAST_CONNECTIONS", 500));
+    assert_eq!(got.node_selector.get("zone").map(String::as_str), Some("a"));
+    assert!(got.internal);
+}
+
+#[test]
+fn every_bad_value_is_reported_at_once_naming_its_annotation() {
+    let a = annotations(&[
+        (&ours("class"), "missing"),
+        (&ours("keep-floatingip"), "yes please"),
+        (&ours("health-monitor-delay"), "5s"),
+        (&ours("connection-limit"), "-2"),
+        (&ours("lb-method"), "FASTEST"),
+        (&ours("proxy-protocol"), "v3"),
+        (&ours("node-selector"), "pool"),
+    ]);
+    let errors = settings(&a, &defaults(), &BTreeMap::new()).unwrap_err();
+    assert_eq!(errors.len(), 7, "{errors:#?}");
+    let named =
+        ["class", "keep-floatingip", "health-monitor-delay", "connection-limit", "lb-method"];
+    for short in named.into_iter().chain(["proxy-protocol", "node-selector"]) {
+        assert!(errors.iter().any(|e| e.starts_with(&ours(short))), "{short}: {errors:#?}");
+    }
+}
+
+#[test]
+fn a_bad_lb_method_in_the_config_names_the_config_key() {
+    let defaults = Defaults { lb_method: "FASTEST".into(), ..defaults() };
+    let errors = settings(&BTreeMap::new(), &defaults, &BTreeMap::new()).unwrap_err();
+    assert_eq!(
+        errors,
+        ["[LoadBalancer] lb-method: \"FASTEST\" is not one of ROUND_ROBIN, LEAST_CONNECTIONS, \
+          SOURCE_IP, SOURCE_IP_PORT"]
+    );
+}
+
+#[test]
+fn ignored_and_unknown_annotations_are_listed_with_the_reason() {
+    let a = annotations(&[
+        (&ours("x-forwarded-for"), "true"),
+        (&ours("no-such-thing"), "1"),
+        ("example.com/other", "x"),
+    ]);
+    let got = settings(&a, &defaults(), &BTreeMap::new()).unwrap();
+    let keys: Vec<&str> = got.ignored.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, [ours("no-such-thing"), ours("x-forwarded-for")]);
+    assert!(got.ignored[0].1.contains("not an annotation"));
+}
+
+#[test]
+fn proxy_protocol_picks_the_pool_protocol() {
+    for (value, want) in [("true", Some("PROXY")), ("v2", Some("PROXYV2")), ("false", None)] {
+        let a = annotations(&[(&ours("proxy-protocol"), value)]);
+        assert_eq!(settings(&a, &defaults(), &BTreeMap::new()).unwrap().proxy_protocol, want);
+    }
+}

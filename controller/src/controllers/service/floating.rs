@@ -1,0 +1,105 @@
+//! The floating IP of an external load balancer: the one already on its VIP port, the user's
+//! (`spec.loadBalancerIP`), or one allocated and tagged as ours; released only if ours.
+
+use super::annotations::Settings;
+use super::{Error, Result, names};
+use crate::cloud::floating_ips::{FloatingIp, FloatingIpSpec};
+use crate::cloud::load_balancing::LoadBalancing;
+use crate::cloud::octavia::LoadBalancer;
+
+fn cloud_error(doing: String) -> impl FnOnce(crate::cloud::Error) -> Error {
+    move |source| Error::Cloud { doing, source }
+}
+
+/// True when this controller allocated `fip` (only those are ever released).
+pub(crate) fn is_ours(fip: &FloatingIp) -> bool {
+    fip.tags.iter().any(|t| t == names::OWNER_TAG)
+}
+
+/// The floating IPs on the VIP port of `lb`.
+async fn on_vip<L: LoadBalancing>(cloud: &L, lb: &LoadBalancer) -> Result<Vec<FloatingIp>> {
+    let filter = [("port_id", lb.vip_port_id.clone())];
+    let doing = format!("listing the floating IPs of load balancer {}", lb.id);
+    cloud.floating_ips(&filter).await.map_err(cloud_error(doing))
+}
+
+/// The public address of `lb`: `None` for an internal one, or when no floating network is
+/// configured (the VIP is then the address).
+pub(crate) async fn ensure<L: LoadBalancing>(
+    cloud: &L,
+    lb: &LoadBalancer,
+    settings: &Settings,
+    requested: Option<&str>,
+) -> Result<Option<String>> {
+    let attached = on_vip(cloud, lb).await?;
+    if settings.internal {
+        release(cloud, &attached, settings.keep_floating_ip).await?;
+        return Ok(None);
+    }
+    if let Some(fip) =
+        attached.iter().find(|f| requested.is_none_or(|r| r == f.floating_ip_address))
+    {
+        return Ok(Some(fip.floating_ip_address.clone()));
+    }
+    // Attached but not the address asked for: let go of it first.
+    release(cloud, &attached, settings.keep_floating_ip).await?;
+    if let Some(address) = requested {
+        let filter = [("floating_ip_address", address.to_owned())];
+        let doing = format!("looking up floating IP {address}");
+        let found = cloud.floating_ips(&filter).await.map_err(cloud_error(doing))?;
+        let Some(fip) = found.into_iter().next() else {
+            return Err(Error::Invalid(format!(
+                "spec.loadBalancerIP {address}: no such floating IP in the project"
+            )));
+        };
+        if fip.port_id.as_deref().is_some_and(|p| !p.is_empty() && p != lb.vip_port_id) {
+            return Err(Error::Invalid(format!(
+                "spec.loadBalancerIP {address}: the floating IP is attached to another port"
+            )));
+        }
+        let doing = format!("attaching floating IP {address} to load balancer {}", lb.id);
+        cloud
+            .set_floating_ip_port(&fip.id, Some(&lb.vip_port_id))
+            .await
+            .map_err(cloud_error(doing))?;
+        return Ok(Some(fip.floating_ip_address));
+    }
+    let Some(network) = &settings.floating_network_id else { return Ok(None) };
+    let spec = FloatingIpSpec {
+        floating_network_id: network.clone(),
+        subnet_id: settings.floating_subnet.id.clone(),
+        floating_ip_address: None,
+        port_id: lb.vip_port_id.clone(),
+        description: format!("Floating IP for load balancer {}", lb.name),
+    };
+    let tags = [lb.name.clone(), names::OWNER_TAG.to_owned()];
+    let doing =
+        format!("allocating a floating IP on network {network} for load balancer {}", lb.id);
+    let fip = cloud.create_floating_ip(&spec, &tags).await.map_err(cloud_error(doing))?;
+    tracing::info!(load_balancer = %lb.id, address = %fip.floating_ip_address, "floating IP allocated");
+    Ok(Some(fip.floating_ip_address))
+}
+
+/// Before the load balancer goes: our floating IPs are released (unless `keep`), a user's are
+/// only detached.
+pub(crate) async fn release_all<L: LoadBalancing>(
+    cloud: &L,
+    lb: &LoadBalancer,
+    keep: bool,
+) -> Result<()> {
+    let attached = on_vip(cloud, lb).await?;
+    release(cloud, &attached, keep).await
+}
+
+async fn release<L: LoadBalancing>(cloud: &L, fips: &[FloatingIp], keep: bool) -> Result<()> {
+    for fip in fips {
+        if is_ours(fip) && !keep {
+            let doing = format!("releasing floating IP {}", fip.floating_ip_address);
+            cloud.delete_floating_ip(&fip.id).await.map_err(cloud_error(doing))?;
+        } else {
+            let doing = format!("detaching floating IP {}", fip.floating_ip_address);
+            cloud.set_floating_ip_port(&fip.id, None).await.map_err(cloud_error(doing))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! The service controller: an Octavia load balancer for every `type: LoadBalancer` Service.
+//!
+//! ```text
+//!  Service + Nodes ─ annotations (settings) ─ desired (Octavia tree) ─┐
+//!                                          Octavia (tree by name) ───┴─ diff → calls, one at a
+//!                                                                       time, ACTIVE between
+//!  finalizer first · floating IP (ours or the user's) · status ingress · Events
+//! ```
+
+pub(crate) mod annotations;
+pub(crate) mod desired;
+pub(crate) mod diff;
+pub(crate) mod floating;
+pub(crate) mod names;
+pub(crate) mod reconcile;
+pub(crate) mod run;
+pub(crate) mod wait;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::{Resource, ResourceExt};
+
+use crate::cloud;
+use crate::metrics::Metrics;
+
+/// The finalizer the upstream service controller uses: the Service is not removed before its
+/// load balancer (and the floating IP and security group the controller made) is gone.
+pub(crate) const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+
+/// A reconcile failure; all are retried with backoff, and reported as an Event.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    /// The Service's annotations or the cloud config are wrong.
+    #[error("{}", .0.join("; "))]
+    Settings(Vec<String>),
+    /// Something about the Service or its load balancer prevents building it.
+    #[error("{0}")]
+    Invalid(String),
+    /// OpenStack failed.
+    #[error("{doing}")]
+    Cloud {
+        doing: String,
+        #[source]
+        source: cloud::Error,
+    },
+    /// Octavia did not reach the state asked for.
+    #[error(transparent)]
+    Wait(#[from] wait::WaitError),
+    /// The Kubernetes API failed.
+    #[error("{doing}")]
+    Kube {
+        doing: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl Error {
+    /// A fixed label for metrics.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Error::Settings(_) => "settings",
+            Error::Invalid(_) => "invalid",
+            Error::Cloud { source, .. } => source.kind().as_str(),
+            Error::Wait(wait::WaitError::Failed { .. }) => "lb_error",
+            Error::Wait(wait::WaitError::Pending { .. }) => "lb_pending",
+            Error::Wait(wait::WaitError::Cloud { source, .. }) => source.kind().as_str(),
+            Error::Kube { .. } => "kube",
+        }
+    }
+}
+
+/// Result alias for this module.
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What every reconcile of the service controller shares.
+pub(crate) struct ServiceContext<L> {
+    pub(crate) client: kube::Client,
+    pub(crate) cloud: Arc<L>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) nodes: Store<Node>,
+    pub(crate) recorder: Recorder,
+    /// `--cluster-name`.
+    pub(crate) cluster: String,
+    pub(crate) defaults: annotations::Defaults,
+    pub(crate) classes: BTreeMap<String, annotations::Class>,
+    /// `provider-requires-serial-api-calls`: no fully-populated create.
+    pub(crate) serial: bool,
+    /// How long a load balancer may stay `PENDING_*`.
+    pub(crate) wait_limit: std::time::Duration,
+    /// Failures in a row per Service, for the backoff.
+    pub(crate) failures: run::Failures,
+}
+
+impl<L> std::fmt::Debug for ServiceContext<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceContext").field("cluster", &self.cluster).finish_non_exhaustive()
+    }
+}
+
+impl<L> ServiceContext<L> {
+    /// The event reporter of the upstream service controller.
+    pub(crate) fn reporter() -> Reporter {
+        Reporter { controller: "service-lb-controller".into(), instance: None }
+    }
+
+    /// Records an Event on the Service; failures are logged, never fatal.
+    pub(crate) async fn event(
+        &self,
+        service: &Service,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &service.object_ref(&())).await {
+            tracing::warn!(service = %service.name_any(), %error, "cannot record event");
+        }
+    }
+}

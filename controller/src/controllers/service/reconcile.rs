@@ -1,0 +1,375 @@
+//! One Service's reconcile: ensure (finalizer first, then the load balancer, its floating IP and
+//! the Service's status) or clean up (everything ours gone, then the finalizer).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use serde_json::{Value, json};
+
+use super::annotations::{self, Settings};
+use super::desired::{self, NodeView, Port, ServiceId, Vip};
+use super::{Error, FINALIZER, Result, ServiceContext, diff, floating, names, wait};
+use crate::cloud::load_balancing::LoadBalancing;
+use crate::cloud::octavia::{ACTIVE, Change, LoadBalancer, LoadBalancerSpec};
+
+/// The `spec.loadBalancerClass` this controller serves besides "unset".
+pub(crate) const LOAD_BALANCER_CLASS: &str = "openstack.org/octavia";
+/// A converged Service is checked again after this long (Octavia may drift: a user's edit).
+pub(crate) const RESYNC: Duration = Duration::from_secs(600);
+
+/// Ensures or cleans up `service`'s load balancer.
+pub(crate) async fn reconcile<L: LoadBalancing>(
+    service: Arc<Service>,
+    ctx: Arc<ServiceContext<L>>,
+) -> Result<Action> {
+    if wants_load_balancer(&service) {
+        add_finalizer(&service, &ctx).await?;
+        ensure(&service, &ctx).await?;
+        return Ok(Action::requeue(RESYNC));
+    }
+    if service.finalizers().iter().any(|f| f == FINALIZER) {
+        cleanup(&service, &ctx).await?;
+        remove_finalizer(&service, &ctx).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// `type: LoadBalancer`, not being deleted, and of no other controller's class.
+pub(crate) fn wants_load_balancer(service: &Service) -> bool {
+    let spec = service.spec.as_ref();
+    service.metadata.deletion_timestamp.is_none()
+        && spec.and_then(|s| s.type_.as_deref()) == Some("LoadBalancer")
+        && spec
+            .and_then(|s| s.load_balancer_class.as_deref())
+            .is_none_or(|class| class == LOAD_BALANCER_CLASS)
+}
+
+fn api(service: &Service, ctx: &ServiceContext<impl LoadBalancing>) -> Api<Service> {
+    Api::namespaced(ctx.client.clone(), &service.namespace().unwrap_or_default())
+}
+
+/// Adds the finalizer before the first Octavia call (guarded by the resourceVersion).
+async fn add_finalizer<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Result<()> {
+    let mut finalizers = service.finalizers().to_vec();
+    if finalizers.iter().any(|f| f == FINALIZER) {
+        return Ok(());
+    }
+    finalizers.push(FINALIZER.to_owned());
+    patch_finalizers(service, ctx, finalizers, "adding the load-balancer finalizer").await
+}
+
+async fn remove_finalizer<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+) -> Result<()> {
+    let finalizers: Vec<String> =
+        service.finalizers().iter().filter(|f| *f != FINALIZER).cloned().collect();
+    patch_finalizers(service, ctx, finalizers, "removing the load-balancer finalizer").await
+}
+
+async fn patch_finalizers<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    finalizers: Vec<String>,
+    doing: &'static str,
+) -> Result<()> {
+    let patch = json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": service.resource_version(),
+    }});
+    let name = service.name_any();
+    api(service, ctx)
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| Error::Kube { doing, source })?;
+    Ok(())
+}
+
+/// What the nodes say, as the member rule reads it.
+pub(crate) fn node_view(node: &Node) -> NodeView {
+    let status = node.status.as_ref();
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let internal_ip = status
+        .and_then(|s| s.addresses.as_ref())
+        .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
+        .map(|a| a.address.clone());
+    NodeView {
+        name: node.name_any(),
+        ready,
+        deleting: node.metadata.deletion_timestamp.is_some(),
+        labels: node.labels().clone(),
+        internal_ip,
+    }
+}
+
+fn ports(service: &Service) -> Vec<Port> {
+    let ports = service.spec.as_ref().and_then(|s| s.ports.clone()).unwrap_or_default();
+    ports
+        .into_iter()
+        .map(|p| Port {
+            protocol: p.protocol.unwrap_or_else(|| "TCP".to_owned()),
+            port: u16::try_from(p.port).unwrap_or_default(),
+            node_port: p.node_port.and_then(|n| u16::try_from(n).ok()).unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn settings<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Result<Settings> {
+    let annotations = service.annotations().clone();
+    annotations::settings(&annotations, &ctx.defaults, &ctx.classes).map_err(Error::Settings)
+}
+
+/// The load balancer named `name` that this controller created, if any; one of that name that
+/// it did not create is an error, never a takeover.
+async fn find_ours<L: LoadBalancing>(cloud: &L, name: &str) -> Result<Option<LoadBalancer>> {
+    let doing = format!("looking up load balancer {name:?}");
+    let found =
+        cloud.load_balancers_named(name).await.map_err(|source| Error::Cloud { doing, source })?;
+    let live: Vec<LoadBalancer> =
+        found.into_iter().filter(|lb| lb.provisioning_status != "PENDING_DELETE").collect();
+    if let Some(foreign) = live.iter().find(|lb| !lb.tags.iter().any(|t| t == names::OWNER_TAG)) {
+        return Err(Error::Invalid(format!(
+            "load balancer {} is named {name:?} but was not created by this controller (no tag {}): \
+             it is left alone; rename or delete it",
+            foreign.id,
+            names::OWNER_TAG
+        )));
+    }
+    match live.len() {
+        0 | 1 => Ok(live.into_iter().next()),
+        n => Err(Error::Invalid(format!("{n} load balancers are named {name:?}; expected one"))),
+    }
+}
+
+async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Result<()> {
+    let settings = settings(service, ctx)?;
+    let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
+    let id = ServiceId { cluster: &ctx.cluster, namespace: &namespace, name: &name };
+    let nodes: Vec<NodeView> = ctx.nodes.state().iter().map(|n| node_view(n)).collect();
+    let backends = desired::backends(&nodes, &settings);
+    let spec_k8s = service.spec.clone().unwrap_or_default();
+    let vip = Vip {
+        port_id: settings.port_id.clone(),
+        subnet_id: settings.subnet_id.clone(),
+        network_id: settings.network_id.clone(),
+        address: spec_k8s.load_balancer_ip.clone().filter(|_| settings.internal),
+    };
+    if vip.port_id.is_none() && vip.subnet_id.is_none() && vip.network_id.is_none() {
+        return Err(Error::Invalid(
+            "no network for the VIP: set [LoadBalancer] subnet-id or network-id in the cloud \
+             config, or the annotation loadbalancer.openstack.org/subnet-id"
+                .to_owned(),
+        ));
+    }
+    let ranges = spec_k8s.load_balancer_source_ranges.clone().unwrap_or_default();
+    let spec = desired::load_balancer(&id, &ports(service), &backends, &ranges, &settings, &vip)
+        .map_err(Error::Invalid)?;
+    let (lb, changed) = match &settings.load_balancer_id {
+        Some(shared) => {
+            let doing = format!("looking up load balancer {shared}");
+            let lb = ctx
+                .cloud
+                .load_balancer(shared)
+                .await
+                .map_err(|source| Error::Cloud { doing, source })?;
+            converge(service, ctx, lb, &spec).await?
+        }
+        None => match find_ours(ctx.cloud.as_ref(), &spec.name).await? {
+            Some(lb) => converge(service, ctx, lb, &spec).await?,
+            None => (create(service, ctx, &spec).await?, true),
+        },
+    };
+    let owned = lb.tags.iter().any(|t| t == names::OWNER_TAG);
+    let requested = spec_k8s.load_balancer_ip.as_deref().filter(|_| !settings.internal);
+    let public = if owned {
+        floating::ensure(ctx.cloud.as_ref(), &lb, &settings, requested).await?
+    } else {
+        None
+    };
+    let address = public.unwrap_or_else(|| lb.vip_address.clone());
+    set_ingress(service, ctx, &settings, &address).await?;
+    if changed {
+        let note = format!("Ensured load balancer {} ({address})", lb.id);
+        ctx.event(service, EventType::Normal, "EnsuredLoadBalancer", note).await;
+    }
+    for (key, why) in &settings.ignored {
+        tracing::warn!(service = %name, annotation = %key, reason = why, "annotation ignored");
+    }
+    Ok(())
+}
+
+/// A fully-populated create (or, for providers that need it, the load balancer first and then
+/// one listener at a time), waited on until ACTIVE.
+async fn create<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    spec: &LoadBalancerSpec,
+) -> Result<LoadBalancer> {
+    let note = format!("Creating load balancer {}", spec.name);
+    ctx.event(service, EventType::Normal, "EnsuringLoadBalancer", note).await;
+    let first = if ctx.serial {
+        LoadBalancerSpec { listeners: Vec::new(), ..spec.clone() }
+    } else {
+        spec.clone()
+    };
+    let doing = format!("creating load balancer {:?}", spec.name);
+    let lb = ctx.cloud.create(&first).await.map_err(|source| Error::Cloud { doing, source })?;
+    tracing::info!(service = %service.name_any(), load_balancer = %lb.id, "load balancer created");
+    let mut lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+    if ctx.serial {
+        for listener in &spec.listeners {
+            lb = apply(ctx, &lb, &Change::CreateListener(listener.clone())).await?;
+        }
+    }
+    Ok(lb)
+}
+
+/// The calls the diff plans, one at a time with ACTIVE between; returns whether any was made.
+async fn converge<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    lb: LoadBalancer,
+    spec: &LoadBalancerSpec,
+) -> Result<(LoadBalancer, bool)> {
+    let mut lb = lb;
+    if lb.provisioning_status != ACTIVE {
+        lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+    }
+    let doing = format!("reading load balancer {}", lb.id);
+    let tree = ctx.cloud.tree(lb.clone()).await.map_err(|source| Error::Cloud { doing, source })?;
+    let changes = diff::plan(&spec.listeners, &tree, &spec.name).map_err(|taken| {
+        Error::Invalid(format!(
+            "port {}/{} is already used by another Service on load balancer {}",
+            taken.port, taken.protocol, lb.id
+        ))
+    })?;
+    if changes.is_empty() {
+        return Ok((lb, false));
+    }
+    let labels: Vec<&str> = changes.iter().map(Change::label).collect();
+    let note = format!("Updating load balancer {}: {}", lb.id, labels.join(", "));
+    ctx.event(service, EventType::Normal, "EnsuringLoadBalancer", note).await;
+    for change in &changes {
+        lb = apply(ctx, &lb, change).await?;
+    }
+    Ok((lb, true))
+}
+
+async fn apply<L: LoadBalancing>(
+    ctx: &ServiceContext<L>,
+    lb: &LoadBalancer,
+    change: &Change,
+) -> Result<LoadBalancer> {
+    let doing = format!("{} on load balancer {}", change.label(), lb.id);
+    ctx.cloud.change(&lb.id, change).await.map_err(|source| Error::Cloud { doing, source })?;
+    Ok(wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?)
+}
+
+/// `status.loadBalancer.ingress`: the hostname when one is asked for, else the address.
+async fn set_ingress<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    settings: &Settings,
+    address: &str,
+) -> Result<()> {
+    let ingress = match &settings.hostname {
+        Some(hostname) => json!([{"hostname": hostname}]),
+        None => json!([{"ip": address}]),
+    };
+    write_ingress(service, ctx, ingress).await
+}
+
+async fn write_ingress<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    ingress: Value,
+) -> Result<()> {
+    let current = service
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.as_ref());
+    let current = serde_json::to_value(current).unwrap_or(Value::Null);
+    let empty = ingress.as_array().is_some_and(Vec::is_empty);
+    if current == ingress || (empty && current.is_null()) {
+        return Ok(());
+    }
+    let patch = json!({"status": {"loadBalancer": {"ingress": ingress}}});
+    let name = service.name_any();
+    api(service, ctx)
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| Error::Kube { doing: "writing the load balancer status", source })?;
+    Ok(())
+}
+
+/// Everything this Service has in OpenStack goes: its listeners on a shared load balancer, or
+/// the load balancer it owns with its floating IP. Nothing it did not create is touched.
+async fn cleanup<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Result<()> {
+    let annotations = service.annotations().clone();
+    // Broken annotations must not keep a Service from going: fall back to the defaults.
+    let settings =
+        annotations::settings(&annotations, &ctx.defaults, &ctx.classes).unwrap_or_else(|_| {
+            Settings {
+                load_balancer_id: annotations
+                    .get("loadbalancer.openstack.org/load-balancer-id")
+                    .cloned(),
+                ..Settings::default()
+            }
+        });
+    let lb_name = names::load_balancer(
+        &ctx.cluster,
+        &service.namespace().unwrap_or_default(),
+        &service.name_any(),
+    );
+    let found = match &settings.load_balancer_id {
+        Some(shared) => {
+            let doing = format!("looking up load balancer {shared}");
+            match ctx.cloud.load_balancer(shared).await {
+                Ok(lb) => Some(lb),
+                Err(e) if e.is_not_found() => None,
+                Err(source) => return Err(Error::Cloud { doing, source }),
+            }
+        }
+        None => find_ours(ctx.cloud.as_ref(), &lb_name).await?,
+    };
+    if let Some(lb) = found {
+        let id = lb.id.clone();
+        let note = format!("Deleting load balancer {id}");
+        ctx.event(service, EventType::Normal, "DeletingLoadBalancer", note).await;
+        if settings.load_balancer_id.is_some() {
+            // Shared: only this Service's listeners (and their pools) go.
+            converge(
+                service,
+                ctx,
+                lb.clone(),
+                &LoadBalancerSpec { name: lb_name, ..LoadBalancerSpec::default() },
+            )
+            .await?;
+        } else {
+            let lb = match lb.provisioning_status.as_str() {
+                s if s.starts_with("PENDING_") => {
+                    wait::settled(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?
+                }
+                _ => lb,
+            };
+            floating::release_all(ctx.cloud.as_ref(), &lb, settings.keep_floating_ip).await?;
+            let doing = format!("deleting load balancer {}", lb.id);
+            ctx.cloud.delete(&lb.id).await.map_err(|source| Error::Cloud { doing, source })?;
+            wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+        }
+        let note = format!("Deleted load balancer {id}");
+        ctx.event(service, EventType::Normal, "DeletedLoadBalancer", note).await;
+    }
+    if service.metadata.deletion_timestamp.is_none() {
+        write_ingress(service, ctx, json!([])).await?;
+    }
+    Ok(())
+}

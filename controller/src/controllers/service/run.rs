@@ -1,0 +1,231 @@
+//! The service controller's loop: Services watched, every one re-checked when the set of
+//! eligible nodes changes, failures retried per Service with backoff and reported as Events.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::{self, Action};
+use kube::runtime::events::{EventType, Recorder};
+use kube::runtime::reflector::Store;
+use kube::runtime::{Controller, watcher};
+
+use super::annotations::Defaults;
+use super::desired::NodeView;
+use super::reconcile::{node_view, reconcile};
+use super::{Error, ServiceContext};
+use crate::cloud::OpenStack;
+use crate::cloud::load_balancing::LoadBalancing;
+use crate::config::{Config, LbClass};
+use crate::controllers::name::ControllerName;
+use crate::metrics::Metrics;
+
+/// How often the node cache is checked for a change of members (no extra watch: the node
+/// controller's cache is read).
+const NODE_CHECK: Duration = Duration::from_secs(5);
+/// First and longest retry delay after a failure.
+const BACKOFF: (Duration, Duration) = (Duration::from_secs(5), Duration::from_secs(300));
+
+/// Failures in a row per Service (namespace/name), for the backoff.
+#[derive(Debug, Default)]
+pub(crate) struct Failures(Mutex<HashMap<String, u32>>);
+
+impl Failures {
+    fn record(&self, key: String, failed: bool) -> u32 {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if failed {
+            let count = map.entry(key).or_default();
+            *count = count.saturating_add(1);
+            *count
+        } else {
+            map.remove(&key);
+            0
+        }
+    }
+}
+
+/// The delay before the `n`th retry (n ≥ 1): doubling from 5 s, at most 5 min.
+pub(crate) fn backoff(n: u32) -> Duration {
+    let factor = 2u32.saturating_pow(n.saturating_sub(1).min(16));
+    (BACKOFF.0 * factor).min(BACKOFF.1)
+}
+
+/// Runs until the Service watch ends.
+pub(crate) async fn run<L: LoadBalancing>(ctx: Arc<ServiceContext<L>>, concurrency: u16) {
+    let services: Api<Service> = Api::all(ctx.client.clone());
+    let nodes = ctx.nodes.clone();
+    Controller::new(services, watcher::Config::default())
+        .with_config(controller::Config::default().concurrency(concurrency))
+        .reconcile_all_on(members_changed(nodes))
+        .run(reconcile_and_report, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+}
+
+async fn reconcile_and_report<L: LoadBalancing>(
+    service: Arc<Service>,
+    ctx: Arc<ServiceContext<L>>,
+) -> Result<Action, Error> {
+    let key = format!("{}/{}", service.namespace().unwrap_or_default(), service.name_any());
+    let result = reconcile(service.clone(), ctx.clone()).await;
+    let failures = ctx.failures.record(key, result.is_err());
+    match &result {
+        Ok(_) => ctx.metrics.reconcile(ControllerName::Service, "ok"),
+        Err(error) => {
+            ctx.metrics.reconcile(ControllerName::Service, error.kind());
+            let message = crate::cloud::session::chain(error);
+            tracing::warn!(service = %service.name_any(), failures, %message, "load balancer sync failed");
+            ctx.event(&service, EventType::Warning, "SyncLoadBalancerFailed", message).await;
+        }
+    }
+    result
+}
+
+fn error_policy<L: LoadBalancing>(
+    service: Arc<Service>,
+    _: &Error,
+    ctx: Arc<ServiceContext<L>>,
+) -> Action {
+    let key = format!("{}/{}", service.namespace().unwrap_or_default(), service.name_any());
+    let count = ctx.failures.0.lock().unwrap_or_else(PoisonError::into_inner).get(&key).copied();
+    Action::requeue(backoff(count.unwrap_or(1)))
+}
+
+/// Emits when the nodes that could be members change (readiness, labels, address, deletion),
+/// never for heartbeats.
+fn members_changed(
+    nodes: Store<k8s_openapi::api::core::v1::Node>,
+) -> impl futures::Stream<Item = ()> + Send {
+    let ticks = tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(NODE_CHECK));
+    ticks
+        .scan(None, move |last: &mut Option<u64>, _| {
+            let now = fingerprint(&nodes.state().iter().map(|n| node_view(n)).collect::<Vec<_>>());
+            let changed = last.is_some_and(|l| l != now);
+            *last = Some(now);
+            std::future::ready(Some(changed))
+        })
+        .filter(|changed| std::future::ready(*changed))
+        .map(|_| ())
+}
+
+fn fingerprint(views: &[NodeView]) -> u64 {
+    let mut sorted: Vec<_> =
+        views.iter().map(|v| (&v.name, v.ready, v.deleting, &v.labels, &v.internal_ip)).collect();
+    sorted.sort();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    sorted.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// What the service controller needs from the flags and the cloud config.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    cluster: String,
+    defaults: Defaults,
+    classes: BTreeMap<String, LbClass>,
+    serial: bool,
+    concurrency: u16,
+}
+
+impl Plan {
+    /// `None` when `--controllers` leaves the controller out or `[LoadBalancer] enabled =
+    /// false`; a bad `[LoadBalancer]` value is a startup error.
+    pub(crate) fn new(
+        enabled: bool,
+        config: &Config,
+        cluster: String,
+        concurrency: u32,
+    ) -> anyhow::Result<Option<Plan>> {
+        if !enabled {
+            return Ok(None);
+        }
+        let lb = &config.load_balancer;
+        if !lb.enabled {
+            tracing::info!("[LoadBalancer] enabled = false: the service controller stays off");
+            return Ok(None);
+        }
+        let defaults = Defaults::from_config(lb).map_err(anyhow::Error::msg)?;
+        Ok(Some(Plan {
+            cluster,
+            defaults,
+            classes: config.lb_classes.clone(),
+            serial: lb.serial_api_calls,
+            concurrency: u16::try_from(concurrency).unwrap_or(u16::MAX),
+        }))
+    }
+
+    /// The shared context (the node cache is the node controller's) and the concurrency.
+    pub(crate) fn context(
+        self,
+        client: kube::Client,
+        cloud: Arc<OpenStack>,
+        metrics: Arc<Metrics>,
+        nodes: Store<Node>,
+    ) -> (Arc<ServiceContext<OpenStack>>, u16) {
+        let recorder = Recorder::new(client.clone(), ServiceContext::<OpenStack>::reporter());
+        let ctx = ServiceContext {
+            client,
+            cloud,
+            metrics,
+            nodes,
+            recorder,
+            cluster: self.cluster,
+            defaults: self.defaults,
+            classes: self.classes,
+            serial: self.serial,
+            wait_limit: super::wait::LIMIT,
+            failures: Failures::default(),
+        };
+        (Arc::new(ctx), self.concurrency)
+    }
+}
+
+/// Runs the controller once the catalog is known to have Octavia; without it, one warning and
+/// the controller stays off (nodes keep being initialized). Returns only if the watch ends.
+pub(crate) async fn start<L: LoadBalancing>(ctx: Arc<ServiceContext<L>>, concurrency: u16) {
+    let mut wait = Duration::from_secs(1);
+    let present = loop {
+        match ctx.cloud.has_load_balancer().await {
+            Ok(present) => break present,
+            Err(error) => {
+                tracing::warn!(%error, retry_in = ?wait, "cannot read the catalog for Octavia");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(60));
+            }
+        }
+    };
+    if !present {
+        tracing::warn!(
+            "no load-balancer (Octavia) endpoint in the catalog: the service controller stays \
+             off; type LoadBalancer Services stay pending (set [LoadBalancer] enabled = false to \
+             silence this)"
+        );
+        return std::future::pending().await;
+    }
+    tracing::info!(concurrency, "starting the service controller");
+    run(ctx, concurrency).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_from_five_seconds_to_five_minutes() {
+        let delays: Vec<u64> = [1, 2, 3, 7, 40].into_iter().map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(delays, [5, 10, 20, 300, 300]);
+    }
+
+    #[test]
+    fn a_heartbeat_does_not_change_the_fingerprint_but_readiness_does() {
+        let view = NodeView { name: "a".into(), ready: true, ..NodeView::default() };
+        let same = fingerprint(std::slice::from_ref(&view));
+        assert_eq!(fingerprint(std::slice::from_ref(&view)), same);
+        assert_ne!(fingerprint(&[NodeView { ready: false, ..view }]), same);
+    }
+}
