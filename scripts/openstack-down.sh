@@ -38,9 +38,11 @@ stop() {
 
 t=$(date +%s)
 # shellcheck disable=SC2046 # one PID per word
-all=$(process_tree $(service_leaders "${SERVICES[@]}"))
+all=$(process_tree $(service_leaders "${SERVICES[@]}" "${OCTAVIA_SERVICES[@]}"))
 [ -z "$all" ] || log "stopping $(stack_memory)"
-# The OpenStack services together, then what they depend on.
+# Octavia first (it uses all the others), the OpenStack services together, then what they
+# depend on.
+stop "${OCTAVIA_SERVICES[@]}"
 stop nova-api nova-compute nova-scheduler nova-conductor glance-api placement neutron-server
 stop rabbitmq keystone
 stop epmd

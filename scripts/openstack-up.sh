@@ -18,10 +18,13 @@
 set -euo pipefail
 # shellcheck source=scripts/openstack/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/openstack/common.sh"
+# shellcheck source=scripts/openstack/octavia.sh
+. "$OS_SCRIPTS/octavia.sh"
 
 PACKAGES=(keystone python3-openstackclient python3-openstacksdk uwsgi-core uwsgi-plugin-python3
   rabbitmq-server placement-api glance-api neutron-server
   nova-api nova-conductor nova-scheduler nova-compute curl)
+if [ -n "$OCTAVIA" ]; then PACKAGES+=("${OCTAVIA_PACKAGES[@]}"); fi
 
 case ${1:-} in
 --status) ;;
@@ -35,7 +38,7 @@ esac
 
 # Settings that must match for a running stack to be reused.
 stack_conf() {
-  echo "dir=$OPENSTACK_DIR ports=$KEYSTONE_PORT,$RABBIT_PORT,$RABBIT_DIST_PORT,$EPMD_PORT,$PLACEMENT_PORT,$GLANCE_PORT,$NEUTRON_PORT,$NOVA_PORT,$RABBIT_CTL_PORT_MIN host=$COMPUTE_HOST version=1"
+  echo "dir=$OPENSTACK_DIR ports=$KEYSTONE_PORT,$RABBIT_PORT,$RABBIT_DIST_PORT,$EPMD_PORT,$PLACEMENT_PORT,$GLANCE_PORT,$NEUTRON_PORT,$NOVA_PORT,$RABBIT_CTL_PORT_MIN host=$COMPUTE_HOST octavia=$OCTAVIA version=1"
 }
 
 stack_healthy() {
@@ -46,7 +49,7 @@ stack_healthy() {
   http_ok "$KEYSTONE_URL" && http_ok "http://127.0.0.1:$PLACEMENT_PORT/" &&
     http_ok "http://127.0.0.1:$GLANCE_PORT/versions" &&
     http_ok "http://127.0.0.1:$NEUTRON_PORT/" && http_ok "http://127.0.0.1:$NOVA_PORT/" &&
-    port_in_use "$RABBIT_PORT"
+    port_in_use "$RABBIT_PORT" && { [ -z "$OCTAVIA" ] || http_ok "$OCTAVIA_URL/"; }
 }
 
 if [ "${1:-}" = --status ]; then
@@ -484,14 +487,15 @@ wait $rabbit_job || {
 }
 
 log "registering service users and the catalog"
+catalog=("placement:placement:http://127.0.0.1:$PLACEMENT_PORT"
+  "compute:nova:http://127.0.0.1:$NOVA_PORT/v2.1"
+  "image:glance:http://127.0.0.1:$GLANCE_PORT"
+  "network:neutron:http://127.0.0.1:$NEUTRON_PORT")
+if [ -n "$OCTAVIA" ]; then catalog+=("load-balancer:octavia:$OCTAVIA_URL"); fi
 # Every endpoint before any service starts: nova and neutron cache the catalog of their service
 # token, so an endpoint added later stays unknown to them (EndpointNotFound) until a restart.
 "$PY" "$OS_SCRIPTS/stack.py" register --auth-url "$KEYSTONE_URL" --admin-password "$ADMIN_PASSWORD" \
-  --service-password "$SERVICE_PASSWORD" \
-  "placement:placement:http://127.0.0.1:$PLACEMENT_PORT" \
-  "compute:nova:http://127.0.0.1:$NOVA_PORT/v2.1" \
-  "image:glance:http://127.0.0.1:$GLANCE_PORT" \
-  "network:neutron:http://127.0.0.1:$NEUTRON_PORT" >"$LOG/register.out" 2>&1 || {
+  --service-password "$SERVICE_PASSWORD" "${catalog[@]}" >"$LOG/register.out" 2>&1 || {
   log_tail keystone
   tail -n 40 "$LOG/register.out" >&2
   die "registering the catalog failed"
@@ -539,6 +543,20 @@ log "creating projects, users, application credential, networks, flavors and ima
   for svc in keystone neutron-server glance-api nova-api; do log_tail "$svc"; done
   die "creating the test fixtures failed"
 }
+
+if [ -n "$OCTAVIA" ]; then
+  log "starting Octavia (no-op amphora, compute and network drivers)"
+  setup_octavia >"$LOG/setup-octavia.out" 2>&1 || {
+    cat "$LOG/setup-octavia.out" >&2
+    die "setting up Octavia failed"
+  }
+  wait_for octavia-api "Octavia on $OCTAVIA_URL" http_ok "$OCTAVIA_URL/"
+  service_pid octavia-worker >/dev/null || {
+    log_tail octavia-worker
+    die "octavia-worker exited"
+  }
+  echo "OPENSTACK_LOADBALANCER_URL=$OCTAVIA_URL" >>"$ENV_FILE"
+fi
 
 stack_conf >"$RUN/ready"
 stack_healthy || die "the stack does not answer right after it started (see $LOG)"

@@ -28,13 +28,15 @@ set_ports() {
   GLANCE_PORT=${OPENSTACK_GLANCE_PORT:-$((OPENSTACK_PORT_BASE + 5))}
   NEUTRON_PORT=${OPENSTACK_NEUTRON_PORT:-$((OPENSTACK_PORT_BASE + 6))}
   NOVA_PORT=${OPENSTACK_NOVA_PORT:-$((OPENSTACK_PORT_BASE + 7))}
+  OCTAVIA_PORT=${OPENSTACK_OCTAVIA_PORT:-$((OPENSTACK_PORT_BASE + 8))}
   # rabbitmqctl's own Erlang node takes a port from this range (by default dist port + 10000).
   RABBIT_CTL_PORT_MIN=${OPENSTACK_RABBIT_CTL_PORT:-$((OPENSTACK_PORT_BASE + 10))}
   RABBIT_CTL_PORT_MAX=$((RABBIT_CTL_PORT_MIN + 9))
   ALL_PORTS=("$KEYSTONE_PORT" "$RABBIT_PORT" "$RABBIT_DIST_PORT" "$EPMD_PORT" "$PLACEMENT_PORT"
-    "$GLANCE_PORT" "$NEUTRON_PORT" "$NOVA_PORT")
+    "$GLANCE_PORT" "$NEUTRON_PORT" "$NOVA_PORT" "$OCTAVIA_PORT")
   for ((p = RABBIT_CTL_PORT_MIN; p <= RABBIT_CTL_PORT_MAX; p++)); do ALL_PORTS+=("$p"); done
   KEYSTONE_URL=http://127.0.0.1:$KEYSTONE_PORT/v3
+  OCTAVIA_URL=http://127.0.0.1:$OCTAVIA_PORT
   RABBIT_URL=rabbit://ccm:$RABBIT_PASSWORD@127.0.0.1:$RABBIT_PORT/
 }
 COMPUTE_HOST=${OPENSTACK_COMPUTE_HOST:-ccm-compute-1}
@@ -54,6 +56,12 @@ ENV_FILE=$OPENSTACK_DIR/env
 # Processes in the order they start; openstack-down.sh stops them in reverse.
 SERVICES=(epmd rabbitmq keystone neutron-server placement glance-api
   nova-conductor nova-scheduler nova-compute nova-api)
+# A real Octavia (scripts/openstack/octavia.sh) unless OPENSTACK_OCTAVIA=0; openstack-down.sh
+# stops it whenever its PID files exist.
+OCTAVIA=${OPENSTACK_OCTAVIA:-1}
+[ "$OCTAVIA" != 0 ] || OCTAVIA=""
+OCTAVIA_SERVICES=(octavia-api octavia-worker)
+if [ -n "$OCTAVIA" ]; then SERVICES+=("${OCTAVIA_SERVICES[@]}"); fi
 
 # Marks what the scripts start (inherited by every child): makes `ps e` output attributable.
 export CCM_OPENSTACK_STACK=$OPENSTACK_DIR

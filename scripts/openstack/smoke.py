@@ -93,8 +93,14 @@ class Smoke:
         types = {s['type'] for s in member.session.auth.get_access(member.session).service_catalog.catalog}
         for t in ('identity', 'compute', 'network', 'image'):
             check(t in types, 'catalog lacks %s: %s' % (t, sorted(types)))
-        check('load-balancer' not in types, 'catalog has load-balancer: %s' % sorted(types))
-        self.ok('catalog: %s; no load-balancer' % ', '.join(sorted(types)))
+        octavia = e.get('OPENSTACK_LOADBALANCER_URL')
+        check(('load-balancer' in types) == bool(octavia),
+              'catalog %s load-balancer (Octavia started: %s)' % (
+                  'has' if 'load-balancer' in types else 'lacks', bool(octavia)))
+        self.ok('catalog: %s' % ', '.join(sorted(types)))
+        if octavia:
+            for cloud in (e['OPENSTACK_CLOUD_PASSWORD'], e['OPENSTACK_CLOUD_APPCRED']):
+                self.octavia(clouds[cloud], cloud)
 
         # --- Neutron: external network name → ID (what the generator resolves)
         ext = member.network.find_network(e['OPENSTACK_EXTERNAL_NETWORK'])
@@ -152,10 +158,58 @@ class Smoke:
         self.ok('server deleted: 404')
 
 
+    def octavia(self, conn, cloud):
+        """A fully-populated load balancer as the member: ACTIVE in time, found by tag and name,
+        gone after a cascade delete."""
+        e = self.env
+        name = 'smoke-lb-%s' % uuid.uuid4().hex[:8]
+        member = {'address': '10.0.0.9', 'protocol_port': 30080}
+        pool = {'name': name + '-pool', 'protocol': 'TCP', 'lb_algorithm': 'ROUND_ROBIN',
+                'members': [member], 'healthmonitor': {'type': 'TCP', 'delay': 5, 'timeout': 3,
+                                                       'max_retries': 1}}
+        body = {'loadbalancer': {
+            'name': name, 'vip_subnet_id': e['OPENSTACK_INTERNAL_SUBNET_ID'], 'tags': [name],
+            'listeners': [{'name': name + '-80', 'protocol': 'TCP', 'protocol_port': 80,
+                           'default_pool': pool}]}}
+        lb_url = e['OPENSTACK_LOADBALANCER_URL'] + '/v2/lbaas'
+        headers = {'X-Auth-Token': conn.session.get_token()}
+        r = requests.post(lb_url + '/loadbalancers', json=body, headers=headers, timeout=30)
+        check(r.status_code == 201, '%s: create: HTTP %d %s' % (cloud, r.status_code, r.text))
+        lb_id = r.json()['loadbalancer']['id']
+        try:
+            t = time.time()
+            while True:
+                lb = requests.get('%s/loadbalancers/%s' % (lb_url, lb_id), headers=headers,
+                                  timeout=30).json()['loadbalancer']
+                if lb['provisioning_status'] == 'ACTIVE':
+                    break
+                check(lb['provisioning_status'] != 'ERROR' and time.time() - t < 60,
+                      '%s: load balancer %s' % (cloud, lb['provisioning_status']))
+                time.sleep(0.5)
+            listeners = requests.get(lb_url + '/listeners', params={'loadbalancer_id': lb_id},
+                                     headers=headers, timeout=30).json()['listeners']
+            check(len(listeners) == 1 and listeners[0]['provisioning_status'] == 'ACTIVE',
+                  '%s: listeners %s' % (cloud, listeners))
+            found = requests.get(lb_url + '/loadbalancers', params={'tags': name},
+                                 headers=headers, timeout=30).json()['loadbalancers']
+            check([x['id'] for x in found] == [lb_id], '%s: by tag: %s' % (cloud, found))
+            self.ok('%s: fully-populated load balancer ACTIVE in %.1fs' % (cloud, time.time() - t))
+        finally:
+            r = requests.delete('%s/loadbalancers/%s' % (lb_url, lb_id), params={'cascade': 'true'},
+                                headers=headers, timeout=30)
+            check(r.status_code == 204, '%s: cascade delete: HTTP %d' % (cloud, r.status_code))
+        deadline = time.time() + 60
+        while requests.get('%s/loadbalancers/%s' % (lb_url, lb_id), headers=headers,
+                           timeout=30).status_code != 404:
+            check(time.time() < deadline, '%s: load balancer not gone after 60 s' % cloud)
+            time.sleep(0.5)
+        self.ok('%s: cascade delete leaves nothing' % cloud)
+
+
 def tails(directory):
     logs = ('keystone.log', 'rabbitmq.out', 'neutron-server.log', 'placement.log',
             'glance-api.log', 'nova-api.log', 'nova-conductor.log', 'nova-scheduler.log',
-            'nova-compute.log')
+            'nova-compute.log', 'octavia-api.out', 'octavia-worker.log')
     for path in (os.path.join(directory, 'log', name) for name in logs):
         if os.path.isfile(path) and os.path.getsize(path):
             with open(path, errors='replace') as f:
