@@ -23,6 +23,9 @@ import yaml
 import envfile
 
 REGION = 'RegionOne'
+# The same endpoints but Octavia's: clouds of this region see a catalog without load-balancer
+# (what the generator and the CCM must handle), whether or not the stack runs Octavia.
+REGION_NO_LB = 'RegionNoLB'
 DOMAIN = 'Default'
 # Test fixtures (names and secrets of a throwaway stack; the tests read them from the env file).
 PROJECT = 'ccm'
@@ -39,6 +42,7 @@ INTERNAL_NET, INTERNAL_SUBNET, INTERNAL_CIDR = 'ccm-internal', 'ccm-internal-sub
 EXTERNAL_NET, EXTERNAL_SUBNET, EXTERNAL_CIDR = 'ccm-external', 'ccm-external-subnet', '203.0.113.0/24'
 ROUTER = 'ccm-router'
 CLOUD_PASSWORD, CLOUD_APPCRED = 'ccm-password', 'ccm-appcred'
+CLOUD_APPCRED_NO_LB = 'ccm-appcred-no-lb'
 SERVICE_USERS = {'compute': 'nova', 'image': 'glance', 'placement': 'placement',
                  'network': 'neutron'}
 
@@ -70,6 +74,15 @@ def register(args):
     project = one(idn.projects(name='service')) or idn.create_project(
         name='service', domain_id='default')
     roles = [one(idn.roles(name=r)) or idn.create_role(name=r) for r in ('admin', 'service')]
+    if not one(r for r in idn.regions() if r.id == REGION_NO_LB):
+        idn.create_region(id=REGION_NO_LB, description='the test stack without Octavia')
+    # Keystone's own endpoint in the second region too (its bootstrap made only RegionOne's).
+    keystone = one(idn.services(type='identity'))
+    have = {e.interface for e in idn.endpoints(service_id=keystone.id, region_id=REGION_NO_LB)}
+    for iface in ('public', 'internal', 'admin'):
+        if iface not in have:
+            idn.create_endpoint(service_id=keystone.id, interface=iface, url=args.auth_url,
+                                region_id=REGION_NO_LB)
     for spec in args.services:
         stype, name, url = spec.split(':', 2)
         uname = SERVICE_USERS.get(stype, name)
@@ -78,10 +91,13 @@ def register(args):
         for role in roles:
             idn.assign_project_role_to_user(project, user, role)
         svc = one(idn.services(type=stype)) or idn.create_service(name=name, type=stype)
-        have = {e.interface for e in idn.endpoints(service_id=svc.id, region_id=REGION)}
-        for iface in ('public', 'internal', 'admin'):
-            if iface not in have:
-                idn.create_endpoint(service_id=svc.id, interface=iface, url=url, region_id=REGION)
+        regions = [REGION] if stype == 'load-balancer' else [REGION, REGION_NO_LB]
+        for region in regions:
+            have = {e.interface for e in idn.endpoints(service_id=svc.id, region_id=region)}
+            for iface in ('public', 'internal', 'admin'):
+                if iface not in have:
+                    idn.create_endpoint(service_id=svc.id, interface=iface, url=url,
+                                        region_id=region)
         say('registered %s (%s) at %s, user %s' % (stype, name, url, uname))
 
 
@@ -162,6 +178,8 @@ def fixtures(args):
         'OS_CLIENT_CONFIG_FILE': clouds_yaml,
         'OPENSTACK_CLOUD_PASSWORD': CLOUD_PASSWORD,
         'OPENSTACK_CLOUD_APPCRED': CLOUD_APPCRED,
+        'OPENSTACK_CLOUD_APPCRED_NO_LB': CLOUD_APPCRED_NO_LB,
+        'OPENSTACK_REGION_NO_LB': REGION_NO_LB,
         'OPENSTACK_CLOUD_ADMIN': 'admin',
         'OPENSTACK_AUTH_URL': ks,
         'OPENSTACK_REGION': REGION,
@@ -244,6 +262,11 @@ def write_clouds_yaml(path, auth_url, admin_password, project, appcred):
         # the member user with a wrong password: authentication fails with 401
         'ccm-wrong-password': dict(common, auth_type='password',
                                    auth=dict(password_auth, password='not-the-password')),
+        # the application credential in the region whose catalog has no load-balancer
+        CLOUD_APPCRED_NO_LB: dict(common, region_name=REGION_NO_LB,
+                                  auth_type='v3applicationcredential', auth={
+                                      'auth_url': auth_url, 'application_credential_id': appcred.id,
+                                      'application_credential_secret': APPCRED_SECRET}),
         'admin': dict(common, auth_type='password', auth={
             'auth_url': auth_url, 'username': 'admin', 'password': admin_password,
             'project_name': 'admin', 'user_domain_name': DOMAIN,

@@ -42,7 +42,7 @@ fn both_auth_styles_resolve_the_external_network_by_name_and_by_id() {
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 fn a_catalog_without_octavia_has_no_load_balancer() {
     let env = StackEnv::load();
-    let cloud = cloud(&env, &env["OPENSTACK_CLOUD_APPCRED"]);
+    let cloud = cloud(&env, &env["OPENSTACK_CLOUD_APPCRED_NO_LB"]);
     assert!(!Online::default().has_load_balancer(&cloud).unwrap());
 }
 
@@ -55,21 +55,33 @@ fn an_unknown_network_is_an_error_naming_it() {
     assert!(err.contains("no network \"no-such-network\""), "{err}");
 }
 
+/// `create manifests` online for `cloud`: the cloud-provider ConfigMap it writes.
+fn cloud_provider_config(env: &StackEnv, cloud: &str) -> String {
+    let t = Test::new()
+        .file("install-config.yaml", &install_config(cloud, &env["OPENSTACK_EXTERNAL_NETWORK"]))
+        .env("OS_CLIENT_CONFIG_FILE", &env["OPENSTACK_CLOUDS_YAML"])
+        .create(&CreateManifests::online());
+    t.expect(0);
+    t.read("manifests/cloud-provider-config.yaml")
+}
+
 #[test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 fn create_manifests_online_disables_the_load_balancer_without_octavia() {
     let env = StackEnv::load();
-    let t = Test::new()
-        .file(
-            "install-config.yaml",
-            &install_config(&env["OPENSTACK_CLOUD_APPCRED"], &env["OPENSTACK_EXTERNAL_NETWORK"]),
-        )
-        .env("OS_CLIENT_CONFIG_FILE", &env["OPENSTACK_CLOUDS_YAML"])
-        .create(&CreateManifests::online());
-    t.expect(0);
-    let map = t.read("manifests/cloud-provider-config.yaml");
+    let map = cloud_provider_config(&env, &env["OPENSTACK_CLOUD_APPCRED_NO_LB"]);
     assert!(map.contains("    [LoadBalancer]\n    enabled = false\n"), "{map}");
-    assert!(map.contains(&format!("    region = {}\n", env["OPENSTACK_REGION"])), "{map}");
+    assert!(map.contains(&format!("    region = {}\n", env["OPENSTACK_REGION_NO_LB"])), "{map}");
+}
+
+#[test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+fn create_manifests_online_keeps_the_load_balancer_where_the_catalog_has_octavia() {
+    let env = StackEnv::load();
+    let map = cloud_provider_config(&env, &env["OPENSTACK_CLOUD_APPCRED"]);
+    // The stack runs Octavia unless OPENSTACK_OCTAVIA=0 (its env file then names it).
+    let octavia = env.get("OPENSTACK_LOADBALANCER_URL").is_some();
+    assert_eq!(!map.contains("enabled = false"), octavia, "{map}");
 }
 
 #[test]
