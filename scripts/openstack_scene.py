@@ -233,6 +233,28 @@ class Scene:
         return {'id': a.id, 'deleted': True}
 
 
+    def loadbalancer_list(self, a):
+        """Load balancers of the project (by exact name), each with its listeners, pools and
+        members, as the Octavia API has them."""
+        out = []
+        for lb in self.conn.load_balancer.load_balancers(name=a.name) if a.name else \
+                self.conn.load_balancer.load_balancers():
+            lbapi = self.conn.load_balancer
+            listeners = [lbapi.get_listener(x['id']) for x in lb.listeners or []]
+            pools = [lbapi.get_pool(x['id']) for x in lb.pools or []]
+            out.append({
+                'id': lb.id, 'name': lb.name, 'tags': lb.tags,
+                'provisioning_status': lb.provisioning_status, 'vip_address': lb.vip_address,
+                'listeners': [{'protocol': x.protocol, 'protocol_port': x.protocol_port,
+                               'allowed_cidrs': x.allowed_cidrs} for x in listeners],
+                'pools': [{'id': x.id, 'lb_algorithm': x.lb_algorithm,
+                           'members': sorted('%s:%s' % (m.address, m.protocol_port)
+                                             for m in lbapi.members(x.id))}
+                          for x in pools],
+            })
+        return out
+
+
 def port_json(p):
     return {
         'id': p.id,
@@ -292,6 +314,8 @@ def parse(argv):
                    help='wait until the server shows the floating IP in its addresses')
     s = sub.add_parser('floating-ip-delete', help='delete a floating IP')
     s.add_argument('id')
+    s = sub.add_parser('loadbalancer-list', help='Octavia load balancers with their trees')
+    s.add_argument('--name', help='exact name')
     return p.parse_args(argv)
 
 
@@ -309,6 +333,7 @@ def main(argv=None):
         'port-delete': scene.port_delete,
         'floating-ip-create': scene.floating_ip_create,
         'floating-ip-delete': scene.floating_ip_delete,
+        'loadbalancer-list': scene.loadbalancer_list,
     }
     try:
         result = commands[a.cmd](a)

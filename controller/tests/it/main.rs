@@ -3,6 +3,7 @@
 
 mod binary;
 mod end_to_end;
+mod load_balancer;
 mod oracle;
 mod proxy;
 mod real_openstack;
