@@ -233,6 +233,24 @@ class Scene:
         return {'id': a.id, 'deleted': True}
 
 
+    def loadbalancer_create(self, a):
+        """A bare load balancer (no listeners, no tags) on the internal subnet, waited ACTIVE:
+        what a user makes by hand."""
+        subnet = self.default(None, 'OPENSTACK_INTERNAL_SUBNET_ID', 'internal subnet')
+        lbapi = self.conn.load_balancer
+        lb = lbapi.create_load_balancer(name=a.name, vip_subnet_id=subnet)
+        deadline = time.time() + self.timeout
+        while lb.provisioning_status != 'ACTIVE':
+            if lb.provisioning_status == 'ERROR' or time.time() > deadline:
+                fail('load balancer %s is %s' % (lb.id, lb.provisioning_status))
+            time.sleep(0.5)
+            lb = lbapi.get_load_balancer(lb.id)
+        return {'id': lb.id, 'name': lb.name, 'provisioning_status': lb.provisioning_status}
+
+    def loadbalancer_delete(self, a):
+        self.conn.load_balancer.delete_load_balancer(a.id, cascade=True, ignore_missing=False)
+        return {'id': a.id, 'deleted': True}
+
     def loadbalancer_list(self, a):
         """Load balancers of the project (by exact name), each with its listeners, pools and
         members, as the Octavia API has them."""
@@ -314,6 +332,10 @@ def parse(argv):
                    help='wait until the server shows the floating IP in its addresses')
     s = sub.add_parser('floating-ip-delete', help='delete a floating IP')
     s.add_argument('id')
+    s = sub.add_parser('loadbalancer-create', help='a bare load balancer, as a user makes one')
+    s.add_argument('--name', required=True)
+    s = sub.add_parser('loadbalancer-delete', help='delete a load balancer (cascade)')
+    s.add_argument('id')
     s = sub.add_parser('loadbalancer-list', help='Octavia load balancers with their trees')
     s.add_argument('--name', help='exact name')
     return p.parse_args(argv)
@@ -333,6 +355,8 @@ def main(argv=None):
         'port-delete': scene.port_delete,
         'floating-ip-create': scene.floating_ip_create,
         'floating-ip-delete': scene.floating_ip_delete,
+        'loadbalancer-create': scene.loadbalancer_create,
+        'loadbalancer-delete': scene.loadbalancer_delete,
         'loadbalancer-list': scene.loadbalancer_list,
     }
     try:

@@ -25,12 +25,12 @@ pub(crate) trait LoadBalancing: Send + Sync + 'static {
     fn tree(&self, load_balancer: LoadBalancer) -> impl Future<Output = Result<Tree>> + Send;
     /// A fully-populated create.
     fn create(&self, spec: &LoadBalancerSpec) -> impl Future<Output = Result<LoadBalancer>> + Send;
-    /// One change to the tree.
+    /// One change to the tree (one call): the ID of what it created, if anything.
     fn change(
         &self,
         load_balancer_id: &str,
         change: &Change,
-    ) -> impl Future<Output = Result<()>> + Send;
+    ) -> impl Future<Output = Result<Option<String>>> + Send;
     /// Deletes it with everything under it.
     fn delete(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
     /// Floating IPs matching a Neutron filter.
@@ -101,7 +101,7 @@ impl LoadBalancing for OpenStack {
         .await
     }
 
-    async fn change(&self, load_balancer_id: &str, change: &Change) -> Result<()> {
+    async fn change(&self, load_balancer_id: &str, change: &Change) -> Result<Option<String>> {
         let what = format!("{} of load balancer {load_balancer_id}", change.label());
         self.call(SERVICE, change.label(), &what, |s| async move {
             octavia::apply(&s, load_balancer_id, change).await

@@ -33,26 +33,24 @@ async fn until<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
     }
 }
 
-#[tokio::test]
-#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
-async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it() {
-    let env = StackEnv::load();
+/// The controller binary with only the service controller, for `cloud` of the stack, against
+/// `fake`; `tag` makes the cluster name (and so every load-balancer name) this test's own.
+fn start(
+    env: &StackEnv,
+    fake: &FakeApiServer,
+    cloud: &str,
+    tag: &str,
+) -> (Process, String, tempfile::TempDir) {
     assert!(
         env.get("OPENSTACK_LOADBALANCER_URL").is_some(),
         "the stack runs no Octavia: start it with scripts/openstack-up.sh (not OPENSTACK_OCTAVIA=0)"
     );
-    let cluster = format!("e2e{}", std::process::id());
-    let fake = FakeApiServer::start().await.unwrap();
-    fake.create("v1", "nodes", "", node("lb-node-a", "10.0.0.51"));
-    fake.create("v1", "services", "shop", load_balancer_service("shop", "web", &[(80, 30080)]));
-
+    let cluster = format!("{tag}{}", std::process::id());
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("cloud.conf");
     let text = format!(
-        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {}\n\n[LoadBalancer]\nsubnet-id = {}\n",
-        env["OPENSTACK_CLOUDS_YAML"],
-        env["OPENSTACK_CLOUD_APPCRED"],
-        env["OPENSTACK_INTERNAL_SUBNET_ID"]
+        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {cloud}\n\n[LoadBalancer]\nsubnet-id = {}\n",
+        env["OPENSTACK_CLOUDS_YAML"], env["OPENSTACK_INTERNAL_SUBNET_ID"]
     );
     std::fs::write(&conf, text).unwrap();
     let process = Process::start(&[
@@ -65,11 +63,28 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
         format!("--secure-port={}", free_port()),
         "--leader-elect=false".into(),
     ]);
+    (process, cluster, dir)
+}
+
+async fn lb_list(env: &StackEnv, name: &str) -> Value {
+    scene(env, &["loadbalancer-list", "--name", name]).await
+}
+
+fn reasons(fake: &FakeApiServer) -> Vec<String> {
+    let events = fake.list("events.k8s.io/v1", "events");
+    events.iter().filter_map(|e| e["reason"].as_str().map(str::to_owned)).collect()
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it() {
+    let env = StackEnv::load();
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("lb-node-a", "10.0.0.51"));
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "web", &[(80, 30080)]));
+    let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "e2e");
     let name = format!("kube_service_{cluster}_shop_web");
-    let lb_list = || {
-        let (env, name) = (env.clone(), name.clone());
-        async move { scene(&env, &["loadbalancer-list", "--name", &name]).await }
-    };
+    let lb_list = || lb_list(&env, &name);
 
     let ingress = until("ingress on the Service", async || {
         let svc = fake.get("v1", "services", "shop", "web")?;
@@ -105,15 +120,129 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
     })
     .await;
     assert_eq!(lb_list().await, json!([]), "the load balancer is left behind");
-    let events = fake.list("events.k8s.io/v1", "events");
-    let reasons: Vec<&str> = events.iter().filter_map(|e| e["reason"].as_str()).collect();
-    for reason in [
+    let reasons = reasons(&fake);
+    let wanted = [
         "EnsuringLoadBalancer",
         "EnsuredLoadBalancer",
         "DeletingLoadBalancer",
         "DeletedLoadBalancer",
-    ] {
-        assert!(reasons.contains(&reason), "no {reason} event: {reasons:?}\n{}", process.log());
+    ];
+    for reason in wanted {
+        assert!(reasons.iter().any(|r| r == reason), "no {reason}: {reasons:?}\n{}", process.log());
     }
     assert!(!process.log().contains(&env["OPENSTACK_APPCRED_SECRET"]), "a secret reached the log");
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn ports_source_ranges_and_node_readiness_are_followed() {
+    let env = StackEnv::load();
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("rn-a", "10.0.0.61"));
+    let mut not_ready = node("rn-b", "10.0.0.62");
+    not_ready["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
+    fake.create("v1", "nodes", "", not_ready);
+    let mut svc = load_balancer_service("shop", "api", &[(80, 30081)]);
+    svc["spec"]["loadBalancerSourceRanges"] = json!(["10.1.0.0/16"]);
+    fake.create("v1", "services", "shop", svc);
+    let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "rng");
+    let name = format!("kube_service_{cluster}_shop_api");
+
+    let lb = until("the load balancer", async || {
+        let lbs = lb_list(&env, &name).await;
+        (lbs[0]["provisioning_status"] == "ACTIVE"
+            && fake
+                .get("v1", "services", "shop", "api")?
+                .pointer("/status/loadBalancer/ingress/0/ip")
+                .is_some())
+        .then(|| lbs[0].clone())
+    })
+    .await;
+    assert_eq!(lb["listeners"][0]["allowed_cidrs"], json!(["10.1.0.0/16"]), "{lb}");
+    assert_eq!(
+        lb["pools"][0]["members"],
+        json!(["10.0.0.61:30081"]),
+        "the NotReady node is a member: {lb}"
+    );
+
+    // A second port becomes a second listener; the NotReady node, once Ready, a member of both.
+    let ports = json!({"spec": {"ports": [
+        {"name": "p80", "protocol": "TCP", "port": 80, "targetPort": 80, "nodePort": 30081},
+        {"name": "p443", "protocol": "TCP", "port": 443, "targetPort": 443, "nodePort": 30443}]}});
+    fake.patch("v1", "services", "shop", "api", ports);
+    fake.patch(
+        "v1",
+        "nodes",
+        "",
+        "rn-b",
+        json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+    );
+    until("two listeners of two members each", async || {
+        let lb = lb_list(&env, &name).await[0].clone();
+        let pools = lb["pools"].as_array()?.clone();
+        let both = json!(["10.0.0.61:30081", "10.0.0.62:30081"]);
+        (lb["listeners"].as_array()?.len() == 2
+            && pools.len() == 2
+            && pools.iter().any(|p| p["members"] == both)
+            && pools.iter().any(|p| p["members"] == json!(["10.0.0.61:30443", "10.0.0.62:30443"])))
+        .then_some(())
+    })
+    .await;
+
+    fake.delete("v1", "services", "shop", "api");
+    until("the Service gone", async || {
+        fake.get("v1", "services", "shop", "api").is_none().then_some(())
+    })
+    .await;
+    assert_eq!(lb_list(&env, &name).await, json!([]), "{}", process.log());
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() {
+    let env = StackEnv::load();
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("hand-a", "10.0.0.71"));
+    let cluster_tag = "hand";
+    let name = format!("kube_service_{cluster_tag}{}_shop_db", std::process::id());
+    let theirs = scene(&env, &["loadbalancer-create", "--name", &name]).await;
+    let id = theirs["id"].as_str().unwrap().to_owned();
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "db", &[(5432, 30432)]));
+    let (process, _cluster, _dir) =
+        start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], cluster_tag);
+
+    until("a SyncLoadBalancerFailed event", async || {
+        reasons(&fake).iter().any(|r| r == "SyncLoadBalancerFailed").then_some(())
+    })
+    .await;
+    assert!(process.log().contains("was not created by this controller"), "{}", process.log());
+    let svc = fake.get("v1", "services", "shop", "db").unwrap();
+    assert!(svc.pointer("/status/loadBalancer/ingress").is_none(), "{svc}");
+
+    // The Service goes (nothing of ours to clean up); the user's load balancer stays as it was.
+    fake.delete("v1", "services", "shop", "db");
+    until("the Service gone", async || {
+        fake.get("v1", "services", "shop", "db").is_none().then_some(())
+    })
+    .await;
+    let lbs = lb_list(&env, &name).await;
+    assert_eq!(lbs.as_array().unwrap().len(), 1, "{lbs}");
+    assert_eq!(
+        (lbs[0]["id"].as_str(), lbs[0]["listeners"].clone()),
+        (Some(id.as_str()), json!([]))
+    );
+    scene(&env, &["loadbalancer-delete", &id]).await;
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn without_octavia_in_the_catalog_the_service_controller_warns_once_and_stays_off() {
+    let env = StackEnv::load();
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "off", &[(80, 30082)]));
+    let (process, _cluster, _dir) =
+        start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED_NO_LB"], "nolb");
+    process.wait_line("no load-balancer (Octavia) endpoint in the catalog", WAIT).await;
+    let svc = fake.get("v1", "services", "shop", "off").unwrap();
+    assert!(svc["metadata"].get("finalizers").is_none(), "the Service was touched: {svc}");
 }

@@ -68,38 +68,43 @@ impl Change {
     }
 }
 
-/// Makes `change`: exactly one call (the load balancer is locked until it is ACTIVE again).
+/// Makes `change`: exactly one call (the load balancer is locked until it is ACTIVE again);
+/// the ID of what it created, if it created something. A new listener or pool is created
+/// alone: its pool, members and monitor are further changes.
 pub(crate) async fn apply(
     session: &Session,
     load_balancer_id: &str,
     change: &Change,
-) -> Result<(), osauth::Error> {
+) -> Result<Option<String>, osauth::Error> {
+    let done = |r: Result<(), osauth::Error>| r.map(|()| None);
     match change {
         Change::CreateListener(spec) => {
-            super::create_listener(session, load_balancer_id, spec).await
+            super::create_listener(session, load_balancer_id, spec).await.map(Some)
         }
         Change::DeleteListener { listener_id } => {
-            super::delete_listener(session, listener_id).await
+            done(super::delete_listener(session, listener_id).await)
         }
         Change::CreatePool { listener_id, pool } => {
-            super::create_pool(session, listener_id, pool).await
+            super::create_pool(session, listener_id, pool).await.map(Some)
         }
-        Change::DeletePool { pool_id } => super::delete_pool(session, pool_id).await,
+        Change::DeletePool { pool_id } => done(super::delete_pool(session, pool_id).await),
         Change::UpdateListener { listener_id, spec } => {
-            super::update_listener(session, listener_id, spec).await
+            done(super::update_listener(session, listener_id, spec).await)
         }
         Change::UpdatePool { pool_id, lb_algorithm } => {
-            super::update_pool(session, pool_id, lb_algorithm).await
+            done(super::update_pool(session, pool_id, lb_algorithm).await)
         }
         Change::ReplaceMembers { pool_id, members } => {
-            super::replace_members(session, pool_id, members).await
+            done(super::replace_members(session, pool_id, members).await)
         }
         Change::CreateMonitor { pool_id, monitor } => {
-            super::create_monitor(session, pool_id, monitor).await
+            done(super::create_monitor(session, pool_id, monitor).await)
         }
         Change::UpdateMonitor { monitor_id, monitor } => {
-            super::update_monitor(session, monitor_id, monitor).await
+            done(super::update_monitor(session, monitor_id, monitor).await)
         }
-        Change::DeleteMonitor { monitor_id } => super::delete_monitor(session, monitor_id).await,
+        Change::DeleteMonitor { monitor_id } => {
+            done(super::delete_monitor(session, monitor_id).await)
+        }
     }
 }

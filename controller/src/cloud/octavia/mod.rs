@@ -161,20 +161,35 @@ pub(crate) async fn load_balancers_named(
     Ok(root.loadbalancers)
 }
 
-/// `POST /lbaas/listeners` with its default pool, members and monitor in the same body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Created {
+    listener: Option<IdOnly>,
+    pool: Option<IdOnly>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct IdOnly {
+    id: String,
+}
+
+/// `POST /lbaas/listeners`, the listener alone: its ID. (Zed answers 500 to a listener posted
+/// with its `default_pool`, so the pool, members and monitor follow one call at a time.)
 pub(crate) async fn create_listener(
     session: &Session,
     load_balancer_id: &str,
     spec: &ListenerSpec,
-) -> Result<(), osauth::Error> {
+) -> Result<String, osauth::Error> {
     let mut body = serde_json::to_value(spec).map_err(invalid)?;
     body["loadbalancer_id"] = json!(load_balancer_id);
-    session
+    body.as_object_mut().map(|b| b.remove("default_pool"));
+    let created: Created = session
         .post(LOAD_BALANCER, &[LBAAS, "listeners"])
         .json(&json!({ "listener": body }))
-        .send()
+        .fetch()
         .await?;
-    Ok(())
+    Ok(created.listener.unwrap_or_default().id)
 }
 
 /// `PUT /lbaas/listeners/{id}`: what Octavia updates in place.
@@ -212,16 +227,25 @@ pub(crate) async fn delete_listener(session: &Session, id: &str) -> Result<(), o
     Ok(())
 }
 
-/// `POST /lbaas/pools` as the default pool of `listener_id`, members and monitor included.
+/// `POST /lbaas/pools` as the default pool of `listener_id`, the pool alone (members and
+/// monitor follow): its ID.
 pub(crate) async fn create_pool(
     session: &Session,
     listener_id: &str,
     spec: &PoolSpec,
-) -> Result<(), osauth::Error> {
+) -> Result<String, osauth::Error> {
     let mut body = serde_json::to_value(spec).map_err(invalid)?;
     body["listener_id"] = json!(listener_id);
-    session.post(LOAD_BALANCER, &[LBAAS, "pools"]).json(&json!({ "pool": body })).send().await?;
-    Ok(())
+    if let Some(pool) = body.as_object_mut() {
+        pool.remove("members");
+        pool.remove("healthmonitor");
+    }
+    let created: Created = session
+        .post(LOAD_BALANCER, &[LBAAS, "pools"])
+        .json(&json!({ "pool": body }))
+        .fetch()
+        .await?;
+    Ok(created.pool.unwrap_or_default().id)
 }
 
 /// `PUT /lbaas/pools/{id}` with a new `lb_algorithm`.

@@ -126,19 +126,35 @@ fn settings<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Res
     annotations::settings(&annotations, &ctx.defaults, &ctx.classes).map_err(Error::Settings)
 }
 
-/// The load balancer named `name` that this controller created, if any; one of that name that
-/// it did not create is an error, never a takeover.
-async fn find_ours<L: LoadBalancing>(cloud: &L, name: &str) -> Result<Option<LoadBalancer>> {
+/// What to make of a load balancer with the Service's name that this controller did not create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Foreign {
+    /// Ensuring: an error (never a takeover), so the user hears of the clash.
+    Refuse,
+    /// Cleaning up: not ours, so nothing to delete; the Service may go.
+    Ignore,
+}
+
+/// The load balancer named `name` that this controller created, if any.
+async fn find_ours<L: LoadBalancing>(
+    cloud: &L,
+    name: &str,
+    foreign: Foreign,
+) -> Result<Option<LoadBalancer>> {
     let doing = format!("looking up load balancer {name:?}");
     let found =
         cloud.load_balancers_named(name).await.map_err(|source| Error::Cloud { doing, source })?;
-    let live: Vec<LoadBalancer> =
-        found.into_iter().filter(|lb| lb.provisioning_status != "PENDING_DELETE").collect();
-    if let Some(foreign) = live.iter().find(|lb| !lb.tags.iter().any(|t| t == names::OWNER_TAG)) {
+    let (live, others): (Vec<LoadBalancer>, Vec<LoadBalancer>) = found
+        .into_iter()
+        .filter(|lb| lb.provisioning_status != "PENDING_DELETE")
+        .partition(|lb| lb.tags.iter().any(|t| t == names::OWNER_TAG));
+    if let Some(other) = others.first()
+        && foreign == Foreign::Refuse
+    {
         return Err(Error::Invalid(format!(
             "load balancer {} is named {name:?} but was not created by this controller (no tag {}): \
              it is left alone; rename or delete it",
-            foreign.id,
+            other.id,
             names::OWNER_TAG
         )));
     }
@@ -181,7 +197,7 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
                 .map_err(|source| Error::Cloud { doing, source })?;
             converge(service, ctx, lb, &spec).await?
         }
-        None => match find_ours(ctx.cloud.as_ref(), &spec.name).await? {
+        None => match find_ours(ctx.cloud.as_ref(), &spec.name, Foreign::Refuse).await? {
             Some(lb) => converge(service, ctx, lb, &spec).await?,
             None => (create(service, ctx, &spec).await?, true),
         },
@@ -262,14 +278,47 @@ async fn converge<L: LoadBalancing>(
     Ok((lb, true))
 }
 
+/// Makes `change`, waiting for ACTIVE after each call. A new listener is the listener, then
+/// its pool, then its members and monitor: Zed refuses a listener posted with its pool (500).
 async fn apply<L: LoadBalancing>(
     ctx: &ServiceContext<L>,
     lb: &LoadBalancer,
     change: &Change,
 ) -> Result<LoadBalancer> {
+    match change {
+        Change::CreateListener(spec) => {
+            let (listener_id, lb) = call(ctx, lb, change).await?;
+            let pool = Change::CreatePool { listener_id, pool: spec.default_pool.clone() };
+            Box::pin(apply(ctx, &lb, &pool)).await
+        }
+        Change::CreatePool { pool, .. } => {
+            let (pool_id, mut lb) = call(ctx, lb, change).await?;
+            if !pool.members.is_empty() {
+                let members = pool.members.clone();
+                let change = Change::ReplaceMembers { pool_id: pool_id.clone(), members };
+                lb = call(ctx, &lb, &change).await?.1;
+            }
+            if let Some(monitor) = &pool.healthmonitor {
+                let change = Change::CreateMonitor { pool_id, monitor: monitor.clone() };
+                lb = call(ctx, &lb, &change).await?.1;
+            }
+            Ok(lb)
+        }
+        _ => Ok(call(ctx, lb, change).await?.1),
+    }
+}
+
+/// One call, then the wait for ACTIVE: the created object's ID (empty if none) and the LB.
+async fn call<L: LoadBalancing>(
+    ctx: &ServiceContext<L>,
+    lb: &LoadBalancer,
+    change: &Change,
+) -> Result<(String, LoadBalancer)> {
     let doing = format!("{} on load balancer {}", change.label(), lb.id);
-    ctx.cloud.change(&lb.id, change).await.map_err(|source| Error::Cloud { doing, source })?;
-    Ok(wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?)
+    let created =
+        ctx.cloud.change(&lb.id, change).await.map_err(|source| Error::Cloud { doing, source })?;
+    let lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+    Ok((created.unwrap_or_default(), lb))
 }
 
 /// `status.loadBalancer.ingress`: the hostname when one is asked for, else the address.
@@ -338,7 +387,7 @@ async fn cleanup<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -
                 Err(source) => return Err(Error::Cloud { doing, source }),
             }
         }
-        None => find_ours(ctx.cloud.as_ref(), &lb_name).await?,
+        None => find_ours(ctx.cloud.as_ref(), &lb_name, Foreign::Ignore).await?,
     };
     if let Some(lb) = found {
         let id = lb.id.clone();
