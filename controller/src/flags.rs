@@ -34,9 +34,8 @@ pub struct Flags {
     #[arg(long = "kubeconfig", value_name = "FILE")]
     pub(crate) kubeconfig: Option<PathBuf>,
 
-    /// Controllers to run: `*`, `cloud-node`, `cloud-node-lifecycle`, `service`, `-name`
-    /// disables. `service` (Octavia load balancers) runs only when named, until it is tested
-    /// against a real Octavia.
+    /// Controllers to run: `*` (all), `cloud-node`, `cloud-node-lifecycle`, `service`; `-name`
+    /// disables one.
     #[arg(long = "controllers", value_name = "LIST", value_delimiter = ',', default_value = "*", value_parser = controller_selector)]
     pub(crate) controllers: Vec<ControllerSelector>,
 
@@ -250,19 +249,14 @@ impl Flags {
             let off = self.controllers.contains(&ControllerSelector::Disable(name));
             !off && (on || star)
         };
-        // `service` is not part of `*` yet: it runs only when named (see its flag help).
-        let named = |name| self.controllers.contains(&ControllerSelector::Enable(name));
         Controllers {
             node: pick(ControllerName::CloudNode),
             lifecycle: pick(ControllerName::CloudNodeLifecycle),
-            service: named(ControllerName::Service)
-                && !self
-                    .controllers
-                    .contains(&ControllerSelector::Disable(ControllerName::Service)),
+            service: pick(ControllerName::Service),
         }
     }
 
-    /// Controllers named that this binary does not implement (`service`, `route`).
+    /// Controllers named that this binary does not implement (`route`).
     pub(crate) fn unsupported_controllers(&self) -> Vec<ControllerName> {
         let enabled = self.controllers.iter().filter_map(|c| match c {
             ControllerSelector::Enable(name) => Some(*name),
@@ -334,7 +328,7 @@ mod tests {
         assert_eq!(f.node_status_update_frequency, Duration::from_secs(300));
         assert_eq!(f.node_monitor_period, Duration::from_secs(5));
         assert_eq!(f.concurrent_node_syncs, 1);
-        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: true, service: false });
+        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: true, service: true });
         assert_eq!((f.kube_api_qps, f.kube_api_burst), (20.0, 30));
         let off = parse(&["--cloud-provider=openstack", "--kube-api-qps", "-1"]).unwrap();
         assert_eq!(off.kube_api_qps, -1.0);
@@ -354,7 +348,7 @@ mod tests {
         assert!(!f.leader_elect);
         assert!(f.use_service_account_credentials);
         assert_eq!(f.v, 2);
-        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false, service: false });
+        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false, service: true });
         assert_eq!(f.node_monitor_period, Duration::from_secs(90));
         assert_eq!(parse(&["--cloud-provider=openstack", "-v", "4"]).unwrap().v, 4);
     }
@@ -407,9 +401,11 @@ mod tests {
     }
 
     #[test]
-    fn the_service_controller_runs_only_when_named() {
+    fn the_service_controller_is_part_of_star_and_can_be_left_out() {
         let f = parse(&["--cloud-provider=openstack", "--controllers=*,service"]).unwrap();
         assert!(f.controllers().service && f.unsupported_controllers().is_empty());
+        let f = parse(&["--cloud-provider=openstack", "--controllers=*,-service"]).unwrap();
+        assert!(!f.controllers().service);
         let f = parse(&["--cloud-provider=openstack", "--controllers=service,-service"]).unwrap();
         assert!(!f.controllers().service);
     }

@@ -52,6 +52,8 @@ pub(crate) trait LoadBalancing: Send + Sync + 'static {
     ) -> impl Future<Output = Result<()>> + Send;
     /// Releases a floating IP.
     fn delete_floating_ip(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+    /// The subnet of the port holding fixed IP `address` (a node's), if any.
+    fn subnet_of(&self, address: &str) -> impl Future<Output = Result<Option<String>>> + Send;
 }
 
 impl LoadBalancing for OpenStack {
@@ -151,5 +153,16 @@ impl LoadBalancing for OpenStack {
             floating_ips::delete(&s, id).await
         })
         .await
+    }
+
+    async fn subnet_of(&self, address: &str) -> Result<Option<String>> {
+        let what = format!("the port of {address}");
+        let ports = self
+            .call("network", "port_list", &what, |s| async move {
+                super::neutron::ports_with_ip(&s, address).await
+            })
+            .await?;
+        let fixed = ports.into_iter().flat_map(|p| p.fixed_ips);
+        Ok(fixed.filter(|f| f.ip_address == address).map(|f| f.subnet_id).next())
     }
 }

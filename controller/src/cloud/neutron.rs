@@ -49,3 +49,14 @@ pub(crate) async fn list_ports(
     let root: PortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetch().await?;
     Ok(root.ports)
 }
+
+/// The ports holding fixed IP `address` (Neutron's `fixed_ips=ip_address=…` filter).
+pub(crate) async fn ports_with_ip(
+    session: &Session,
+    address: &str,
+) -> Result<Vec<Port>, osauth::Error> {
+    let filter = format!("ip_address={address}");
+    let root: PortsRoot =
+        session.get(NETWORK, &["ports"]).query(&[("fixed_ips", filter.as_str())]).fetch().await?;
+    Ok(root.ports)
+}

@@ -41,6 +41,23 @@ fn start(
     cloud: &str,
     tag: &str,
 ) -> (Process, String, tempfile::TempDir) {
+    start_with(
+        env,
+        fake,
+        cloud,
+        tag,
+        &format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]),
+    )
+}
+
+/// [`start`] with `lb` as the `[LoadBalancer]` section's keys.
+fn start_with(
+    env: &StackEnv,
+    fake: &FakeApiServer,
+    cloud: &str,
+    tag: &str,
+    lb: &str,
+) -> (Process, String, tempfile::TempDir) {
     assert!(
         env.get("OPENSTACK_LOADBALANCER_URL").is_some(),
         "the stack runs no Octavia: start it with scripts/openstack-up.sh (not OPENSTACK_OCTAVIA=0)"
@@ -49,8 +66,8 @@ fn start(
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("cloud.conf");
     let text = format!(
-        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {cloud}\n\n[LoadBalancer]\nsubnet-id = {}\n",
-        env["OPENSTACK_CLOUDS_YAML"], env["OPENSTACK_INTERNAL_SUBNET_ID"]
+        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {cloud}\n\n[LoadBalancer]\n{lb}",
+        env["OPENSTACK_CLOUDS_YAML"]
     );
     std::fs::write(&conf, text).unwrap();
     let process = Process::start(&[
@@ -79,10 +96,14 @@ fn reasons(fake: &FakeApiServer) -> Vec<String> {
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it() {
     let env = StackEnv::load();
+    // The first node's address is a real port: with no subnet-id configured the VIP subnet is
+    // taken from it, as upstream does.
+    let port = scene(&env, &["port-create", "--fixed-ip", "10.0.0.51"]).await;
     let fake = FakeApiServer::start().await.unwrap();
     fake.create("v1", "nodes", "", node("lb-node-a", "10.0.0.51"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "web", &[(80, 30080)]));
-    let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "e2e");
+    let (process, cluster, _dir) =
+        start_with(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "e2e", "");
     let name = format!("kube_service_{cluster}_shop_web");
     let lb_list = || lb_list(&env, &name);
 
@@ -131,6 +152,7 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
         assert!(reasons.iter().any(|r| r == reason), "no {reason}: {reasons:?}\n{}", process.log());
     }
     assert!(!process.log().contains(&env["OPENSTACK_APPCRED_SECRET"]), "a secret reached the log");
+    scene(&env, &["port-delete", port["id"].as_str().unwrap()]).await;
 }
 
 #[tokio::test]

@@ -100,6 +100,11 @@ pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
                     {"apiGroups": [""], "resources": ["nodes"],
                      "verbs": ["delete", "get", "list", "patch", "update", "watch"]},
                     {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
+                    // The service controller: load balancers for type LoadBalancer Services,
+                    // with their finalizer and status.
+                    {"apiGroups": [""], "resources": ["services"],
+                     "verbs": ["get", "list", "patch", "update", "watch"]},
+                    {"apiGroups": [""], "resources": ["services/status"], "verbs": ["patch", "update"]},
                     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"],
                      "verbs": ["create", "patch", "update"]},
                 ]),

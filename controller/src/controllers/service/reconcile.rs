@@ -171,18 +171,14 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     let nodes: Vec<NodeView> = ctx.nodes.state().iter().map(|n| node_view(n)).collect();
     let backends = desired::backends(&nodes, &settings);
     let spec_k8s = service.spec.clone().unwrap_or_default();
-    let vip = Vip {
+    let mut vip = Vip {
         port_id: settings.port_id.clone(),
         subnet_id: settings.subnet_id.clone(),
         network_id: settings.network_id.clone(),
         address: spec_k8s.load_balancer_ip.clone().filter(|_| settings.internal),
     };
     if vip.port_id.is_none() && vip.subnet_id.is_none() && vip.network_id.is_none() {
-        return Err(Error::Invalid(
-            "no network for the VIP: set [LoadBalancer] subnet-id or network-id in the cloud \
-             config, or the annotation loadbalancer.openstack.org/subnet-id"
-                .to_owned(),
-        ));
+        vip.subnet_id = node_subnet(ctx, &backends).await?;
     }
     let ranges = spec_k8s.load_balancer_source_ranges.clone().unwrap_or_default();
     let spec = desired::load_balancer(&id, &ports(service), &backends, &ranges, &settings, &vip)
@@ -219,6 +215,34 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
         tracing::warn!(service = %name, annotation = %key, reason = why, "annotation ignored");
     }
     Ok(())
+}
+
+/// No VIP network configured: the subnet of the first member's InternalIP, as upstream finds it.
+async fn node_subnet<L: LoadBalancing>(
+    ctx: &ServiceContext<L>,
+    backends: &[desired::Backend],
+) -> Result<Option<String>> {
+    let Some(first) = backends.first() else {
+        return Err(Error::Invalid(
+            "no network for the VIP: set [LoadBalancer] subnet-id or network-id in the cloud \
+             config, or the annotation loadbalancer.openstack.org/subnet-id (no eligible node to \
+             take the subnet from)"
+                .to_owned(),
+        ));
+    };
+    let doing = format!("looking up the subnet of node {} ({})", first.name, first.address);
+    let subnet = ctx
+        .cloud
+        .subnet_of(&first.address)
+        .await
+        .map_err(|source| Error::Cloud { doing, source })?;
+    match subnet {
+        Some(subnet) => Ok(Some(subnet)),
+        None => Err(Error::Invalid(format!(
+            "no network for the VIP: no port holds {} (node {}); set [LoadBalancer] subnet-id",
+            first.address, first.name
+        ))),
+    }
 }
 
 /// A fully-populated create (or, for providers that need it, the load balancer first and then
