@@ -268,3 +268,26 @@ async fn without_octavia_in_the_catalog_the_service_controller_warns_once_and_st
     let svc = fake.get("v1", "services", "shop", "off").unwrap();
     assert!(svc["metadata"].get("finalizers").is_none(), "the Service was touched: {svc}");
 }
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn a_service_deleted_while_its_load_balancer_is_being_created_leaves_nothing() {
+    let env = StackEnv::load();
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("early-a", "10.0.0.91"));
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "gone", &[(80, 30083)]));
+    let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "early");
+    let name = format!("kube_service_{cluster}_shop_gone");
+    // Deleted as soon as the controller has claimed it (finalizer), before it is ACTIVE.
+    until("the finalizer", async || {
+        let svc = fake.get("v1", "services", "shop", "gone")?;
+        (svc["metadata"]["finalizers"] == json!([FINALIZER])).then_some(())
+    })
+    .await;
+    fake.delete("v1", "services", "shop", "gone");
+    until("the Service gone", async || {
+        fake.get("v1", "services", "shop", "gone").is_none().then_some(())
+    })
+    .await;
+    assert_eq!(lb_list(&env, &name).await, json!([]), "left behind:\n{}", process.log());
+}
