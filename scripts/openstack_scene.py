@@ -215,7 +215,7 @@ class Scene:
                                         'external network'))
         fip = self.create_once(
             self.conn.network.create_ip,
-            lambda: next(iter(self.conn.network.ips(port_id=a.port)), None),
+            lambda: next(iter(self.conn.network.ips(port_id=a.port)), None) if a.port else None,
             floating_network_id=net.id, port_id=a.port)
         if a.wait_server:
             # nova learns of it through neutron's network-changed event (seconds), else its heal
@@ -231,6 +231,9 @@ class Scene:
     def floating_ip_delete(self, a):
         self.retry(self.conn.network.delete_ip, a.id, ignore_missing=False)
         return {'id': a.id, 'deleted': True}
+
+    def floating_ip_list(self, _a):
+        return [fip_json(f) for f in self.conn.network.ips()]
 
 
     def loadbalancer_create(self, a):
@@ -325,13 +328,14 @@ def parse(argv):
     s.add_argument('--name')
     s = sub.add_parser('port-delete', help='delete a port')
     s.add_argument('id')
-    s = sub.add_parser('floating-ip-create', help='create a floating IP on a port')
-    s.add_argument('--port', required=True)
+    s = sub.add_parser('floating-ip-create', help='create a floating IP (on a port)')
+    s.add_argument('--port', help='attach it to this port (default: unattached)')
     s.add_argument('--network', help='external network (OPENSTACK_EXTERNAL_NETWORK)')
     s.add_argument('--wait-server', metavar='ID',
                    help='wait until the server shows the floating IP in its addresses')
     s = sub.add_parser('floating-ip-delete', help='delete a floating IP')
     s.add_argument('id')
+    sub.add_parser('floating-ip-list', help="the project's floating IPs")
     s = sub.add_parser('loadbalancer-create', help='a bare load balancer, as a user makes one')
     s.add_argument('--name', required=True)
     s = sub.add_parser('loadbalancer-delete', help='delete a load balancer (cascade)')
@@ -355,6 +359,7 @@ def main(argv=None):
         'port-delete': scene.port_delete,
         'floating-ip-create': scene.floating_ip_create,
         'floating-ip-delete': scene.floating_ip_delete,
+        'floating-ip-list': scene.floating_ip_list,
         'loadbalancer-create': scene.loadbalancer_create,
         'loadbalancer-delete': scene.loadbalancer_delete,
         'loadbalancer-list': scene.loadbalancer_list,

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Octavia for the test stack (sourced by scripts/openstack-up.sh; OPENSTACK_OCTAVIA=0 leaves it out):
 # Debian's octavia-api (uwsgi) and octavia-worker (Zed), provider amphora with the no-op
-# amphora, compute and network drivers, SQLite, the stack's RabbitMQ and Keystone.
+# amphora and compute drivers and the real network driver (real VIP ports), SQLite, the
+# stack's RabbitMQ and Keystone.
 # Each local workaround is in its own file: octavia_db.py (schema without alembic),
 # octavia_sqlite.py (write locking), octavia_worker.py (fully-populated creates), the policy
 # below (the stack's member role may use it), and a throwaway CA (required by the flows).
@@ -10,8 +11,12 @@
 OCTAVIA_PACKAGES=(octavia-api octavia-worker python3-octaviaclient openssl)
 
 setup_octavia() (
-  local d=$OPENSTACK_DIR/octavia c
+  local d=$OPENSTACK_DIR/octavia c boot_network
   c=$d/certs
+  # The (fake) amphorae's boot network must exist for the real network driver: the stack's
+  # internal network (the fixtures have made it by now).
+  boot_network=$(sed -n 's/^OPENSTACK_INTERNAL_NETWORK_ID=//p' "$ENV_FILE")
+  [ -n "$boot_network" ] || die "no OPENSTACK_INTERNAL_NETWORK_ID in $ENV_FILE"
   mkdir -p "$c" "$d/lock"
   openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=ccm-octavia-test-ca \
     -keyout "$c/ca.key" -out "$c/ca.pem" >"$LOG/octavia-ca.out" 2>&1 || die "openssl failed"
@@ -35,14 +40,16 @@ connection = sqlite:///$d/octavia.db
 [controller_worker]
 amphora_driver = amphora_noop_driver
 compute_driver = compute_noop_driver
-network_driver = network_noop_driver
+# The real driver: VIP ports are Neutron ports (its amphora plumbing is made no-op in
+# octavia_worker.py, since no amphora exists).
+network_driver = allowed_address_pairs_driver
 image_driver = image_noop_driver
 volume_driver = volume_noop_driver
 distributor_driver = distributor_noop_driver
 loadbalancer_topology = SINGLE
 workers = 1
 client_ca = $c/ca.pem
-amp_boot_network_list = 00000000-0000-0000-0000-000000000000
+amp_boot_network_list = $boot_network
 amp_flavor_id = 00000000-0000-0000-0000-000000000000
 amp_image_tag = amphora
 [certificates]

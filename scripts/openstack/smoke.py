@@ -194,6 +194,17 @@ class Smoke:
                                  headers=headers, timeout=30).json()['loadbalancers']
             check([x['id'] for x in found] == [lb_id], '%s: by tag: %s' % (cloud, found))
             self.ok('%s: fully-populated load balancer ACTIVE in %.1fs' % (cloud, time.time() - t))
+            # The VIP is a real Neutron port of the member's project: a floating IP attaches.
+            vip = conn.network.get_port(lb['vip_port_id'])
+            check([f['ip_address'] for f in vip.fixed_ips] == [lb['vip_address']],
+                  '%s: VIP port %s holds %s, not %s' % (cloud, vip.id, vip.fixed_ips, lb['vip_address']))
+            fip = conn.network.create_ip(floating_network_id=e['OPENSTACK_EXTERNAL_NETWORK_ID'],
+                                         port_id=vip.id)
+            check(fip.fixed_ip_address == lb['vip_address'], '%s: floating IP %s' % (cloud, fip))
+            conn.network.delete_ip(fip)
+            self.ok('%s: VIP %s is a Neutron port; floating IP %s attached and released' % (
+                cloud, lb['vip_address'], fip.floating_ip_address))
+            vip_port = vip.id
         finally:
             r = requests.delete('%s/loadbalancers/%s' % (lb_url, lb_id), params={'cascade': 'true'},
                                 headers=headers, timeout=30)
@@ -203,7 +214,8 @@ class Smoke:
                            timeout=30).status_code != 404:
             check(time.time() < deadline, '%s: load balancer not gone after 60 s' % cloud)
             time.sleep(0.5)
-        self.ok('%s: cascade delete leaves nothing' % cloud)
+        check(conn.network.find_port(vip_port) is None, '%s: VIP port %s left' % (cloud, vip_port))
+        self.ok('%s: cascade delete leaves nothing (the VIP port too)' % cloud)
 
 
 def tails(directory):

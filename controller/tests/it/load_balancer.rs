@@ -291,3 +291,57 @@ async fn a_service_deleted_while_its_load_balancer_is_being_created_leaves_nothi
     .await;
     assert_eq!(lb_list(&env, &name).await, json!([]), "left behind:\n{}", process.log());
 }
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn a_floating_ip_is_allocated_then_released_and_a_users_one_is_kept() {
+    let env = StackEnv::load();
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("fip-a", "10.0.0.95"));
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "ours", &[(80, 30084)]));
+    let theirs = scene(&env, &["floating-ip-create"]).await;
+    let address = theirs["floating_ip_address"].as_str().unwrap().to_owned();
+    let mut kept = load_balancer_service("shop", "kept", &[(80, 30085)]);
+    kept["spec"]["loadBalancerIP"] = json!(address);
+    fake.create("v1", "services", "shop", kept);
+    let lb = format!(
+        "subnet-id = {}\nfloating-network-id = {}\n",
+        env["OPENSTACK_INTERNAL_SUBNET_ID"], env["OPENSTACK_EXTERNAL_NETWORK_ID"]
+    );
+    let (process, _cluster, _dir) =
+        start_with(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "fip", &lb);
+    let ingress = |name: &'static str| {
+        let fake = fake.clone();
+        async move || {
+            let svc = fake.get("v1", "services", "shop", name)?;
+            svc.pointer("/status/loadBalancer/ingress/0/ip")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        }
+    };
+    let allocated = until("the allocated floating IP on the Service", ingress("ours")).await;
+    assert!(allocated.starts_with("203.0.113."), "not a floating IP: {allocated}");
+    assert_eq!(until("the user's floating IP on the Service", ingress("kept")).await, address);
+
+    for name in ["ours", "kept"] {
+        fake.delete("v1", "services", "shop", name);
+    }
+    until("both Services gone", async || {
+        let gone = |n| fake.get("v1", "services", "shop", n).is_none();
+        (gone("ours") && gone("kept")).then_some(())
+    })
+    .await;
+    let fips = scene(&env, &["floating-ip-list"]).await;
+    let addresses: Vec<&str> =
+        fips.as_array().unwrap().iter().filter_map(|f| f["floating_ip_address"].as_str()).collect();
+    assert!(
+        !addresses.contains(&allocated.as_str()),
+        "ours not released: {addresses:?}\n{}",
+        process.log()
+    );
+    let user =
+        fips.as_array().unwrap().iter().find(|f| f["floating_ip_address"] == address.as_str());
+    let user = user.unwrap_or_else(|| panic!("the user's floating IP was released: {addresses:?}"));
+    assert!(user["port_id"].is_null(), "the user's floating IP is still attached: {user}");
+    scene(&env, &["floating-ip-delete", theirs["id"].as_str().unwrap()]).await;
+}
