@@ -11,7 +11,8 @@ use testkit::stack::StackEnv;
 
 use crate::support::{Process, free_port, scene};
 
-const WAIT: Duration = Duration::from_secs(90);
+/// Long enough for a few of the controller's retries (its backoff starts at 5 s) on a loaded stack.
+const WAIT: Duration = Duration::from_secs(180);
 const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 
 fn node(name: &str, ip: &str) -> Value {
@@ -22,13 +23,18 @@ fn node(name: &str, ip: &str) -> Value {
 
 /// Polls `check` every half second until it returns `Some`, or fails after [`WAIT`] saying
 /// what it waited for.
-async fn until<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+async fn until<T>(what: &str, process: &Process, mut check: impl AsyncFnMut() -> Option<T>) -> T {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         if let Some(found) = check().await {
             return found;
         }
-        assert!(tokio::time::Instant::now() < deadline, "no {what} within {WAIT:?}");
+        let log = || process.log();
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {what} within {WAIT:?}; log:\n{}",
+            log()
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
@@ -107,7 +113,7 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
     let name = format!("kube_service_{cluster}_shop_web");
     let lb_list = || lb_list(&env, &name);
 
-    let ingress = until("ingress on the Service", async || {
+    let ingress = until("ingress on the Service", &process, async || {
         let svc = fake.get("v1", "services", "shop", "web")?;
         svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
     })
@@ -127,7 +133,7 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
 
     // A second Ready node joins every pool.
     fake.create("v1", "nodes", "", node("lb-node-b", "10.0.0.52"));
-    until("the second node as a member", async || {
+    until("the second node as a member", &process, async || {
         let lbs = lb_list().await;
         (lbs[0]["pools"][0]["members"] == json!(["10.0.0.51:30080", "10.0.0.52:30080"]))
             .then_some(())
@@ -136,7 +142,7 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
 
     // Deleting the Service deletes the load balancer, then the finalizer lets it go.
     fake.delete("v1", "services", "shop", "web");
-    until("the Service gone", async || {
+    until("the Service gone", &process, async || {
         fake.get("v1", "services", "shop", "web").is_none().then_some(())
     })
     .await;
@@ -170,7 +176,7 @@ async fn ports_source_ranges_and_node_readiness_are_followed() {
     let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "rng");
     let name = format!("kube_service_{cluster}_shop_api");
 
-    let lb = until("the load balancer", async || {
+    let lb = until("the load balancer", &process, async || {
         let lbs = lb_list(&env, &name).await;
         (lbs[0]["provisioning_status"] == "ACTIVE"
             && fake
@@ -199,7 +205,7 @@ async fn ports_source_ranges_and_node_readiness_are_followed() {
         "rn-b",
         json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
     );
-    until("two listeners of two members each", async || {
+    until("two listeners of two members each", &process, async || {
         let lb = lb_list(&env, &name).await[0].clone();
         let pools = lb["pools"].as_array()?.clone();
         let both = json!(["10.0.0.61:30081", "10.0.0.62:30081"]);
@@ -212,7 +218,7 @@ async fn ports_source_ranges_and_node_readiness_are_followed() {
     .await;
 
     fake.delete("v1", "services", "shop", "api");
-    until("the Service gone", async || {
+    until("the Service gone", &process, async || {
         fake.get("v1", "services", "shop", "api").is_none().then_some(())
     })
     .await;
@@ -233,7 +239,7 @@ async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() 
     let (process, _cluster, _dir) =
         start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], cluster_tag);
 
-    until("a SyncLoadBalancerFailed event", async || {
+    until("a SyncLoadBalancerFailed event", &process, async || {
         reasons(&fake).iter().any(|r| r == "SyncLoadBalancerFailed").then_some(())
     })
     .await;
@@ -243,7 +249,7 @@ async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() 
 
     // The Service goes (nothing of ours to clean up); the user's load balancer stays as it was.
     fake.delete("v1", "services", "shop", "db");
-    until("the Service gone", async || {
+    until("the Service gone", &process, async || {
         fake.get("v1", "services", "shop", "db").is_none().then_some(())
     })
     .await;
@@ -279,13 +285,13 @@ async fn a_service_deleted_while_its_load_balancer_is_being_created_leaves_nothi
     let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "early");
     let name = format!("kube_service_{cluster}_shop_gone");
     // Deleted as soon as the controller has claimed it (finalizer), before it is ACTIVE.
-    until("the finalizer", async || {
+    until("the finalizer", &process, async || {
         let svc = fake.get("v1", "services", "shop", "gone")?;
         (svc["metadata"]["finalizers"] == json!([FINALIZER])).then_some(())
     })
     .await;
     fake.delete("v1", "services", "shop", "gone");
-    until("the Service gone", async || {
+    until("the Service gone", &process, async || {
         fake.get("v1", "services", "shop", "gone").is_none().then_some(())
     })
     .await;
@@ -319,14 +325,18 @@ async fn a_floating_ip_is_allocated_then_released_and_a_users_one_is_kept() {
                 .map(str::to_owned)
         }
     };
-    let allocated = until("the allocated floating IP on the Service", ingress("ours")).await;
+    let allocated =
+        until("the allocated floating IP on the Service", &process, ingress("ours")).await;
     assert!(allocated.starts_with("203.0.113."), "not a floating IP: {allocated}");
-    assert_eq!(until("the user's floating IP on the Service", ingress("kept")).await, address);
+    assert_eq!(
+        until("the user's floating IP on the Service", &process, ingress("kept")).await,
+        address
+    );
 
     for name in ["ours", "kept"] {
         fake.delete("v1", "services", "shop", name);
     }
-    until("both Services gone", async || {
+    until("both Services gone", &process, async || {
         let gone = |n| fake.get("v1", "services", "shop", n).is_none();
         (gone("ours") && gone("kept")).then_some(())
     })
