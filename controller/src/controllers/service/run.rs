@@ -149,6 +149,14 @@ impl Plan {
             tracing::info!("[LoadBalancer] enabled = false: the service controller stays off");
             return Ok(None);
         }
+        if lb.manage_security_groups {
+            // See: issue 15. Said once at start rather than silently ignored.
+            tracing::warn!(
+                "[LoadBalancer] manage-security-groups = true is not implemented yet: no security \
+                 group is made for load balancers; allow their NodePorts in the nodes' own \
+                 security groups"
+            );
+        }
         let defaults = Defaults::from_config(lb).map_err(anyhow::Error::msg)?;
         Ok(Some(Plan {
             cluster,
