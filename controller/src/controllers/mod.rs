@@ -166,17 +166,30 @@ impl<C: Cloud> Context<C> {
 
     /// Records an event on a node; failures are logged, never fatal.
     pub(crate) async fn event(&self, node: &Node, type_: EventType, reason: &str, note: String) {
-        let event = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, &node.object_ref(&())).await {
+        if let Err(error) =
+            publish(&self.recorder, &node.object_ref(&()), type_, reason, note).await
+        {
             tracing::warn!(node = %node.name_any(), %error, "cannot record event");
         }
     }
+}
+
+/// Publishes an Event whose action is its reason (as the upstream controllers do).
+pub(crate) async fn publish(
+    recorder: &Recorder,
+    object: &k8s_openapi::api::core::v1::ObjectReference,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) -> Result<(), kube::Error> {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: reason.into(),
+        secondary: None,
+    };
+    recorder.publish(&event, object).await
 }
 
 /// How to find a node's server: by providerID when set, else by name.

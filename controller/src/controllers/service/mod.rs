@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 
@@ -116,14 +116,8 @@ impl<L> ServiceContext<L> {
         reason: &str,
         note: String,
     ) {
-        let event = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, &service.object_ref(&())).await {
+        let object = service.object_ref(&());
+        if let Err(error) = super::publish(&self.recorder, &object, type_, reason, note).await {
             tracing::warn!(service = %service.name_any(), %error, "cannot record event");
         }
     }
