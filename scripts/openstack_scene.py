@@ -254,6 +254,16 @@ class Scene:
         self.conn.load_balancer.delete_load_balancer(a.id, cascade=True, ignore_missing=False)
         return {'id': a.id, 'deleted': True}
 
+    def existing(self, get, refs):
+        """The objects `refs` name that still exist (one may be deleted while we read)."""
+        out = []
+        for ref in refs or []:
+            try:
+                out.append(get(ref['id']))
+            except self.openstack.exceptions.NotFoundException:
+                pass
+        return out
+
     def loadbalancer_list(self, a):
         """Load balancers of the project (by exact name), each with its listeners, pools and
         members, as the Octavia API has them."""
@@ -261,8 +271,8 @@ class Scene:
         for lb in self.conn.load_balancer.load_balancers(name=a.name) if a.name else \
                 self.conn.load_balancer.load_balancers():
             lbapi = self.conn.load_balancer
-            listeners = [lbapi.get_listener(x['id']) for x in lb.listeners or []]
-            pools = [lbapi.get_pool(x['id']) for x in lb.pools or []]
+            listeners = self.existing(lbapi.get_listener, lb.listeners)
+            pools = self.existing(lbapi.get_pool, lb.pools)
             out.append({
                 'id': lb.id, 'name': lb.name, 'tags': lb.tags,
                 'provisioning_status': lb.provisioning_status, 'vip_address': lb.vip_address,

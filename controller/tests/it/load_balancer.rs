@@ -355,3 +355,65 @@ async fn a_floating_ip_is_allocated_then_released_and_a_users_one_is_kept() {
     assert!(user["port_id"].is_null(), "the user's floating IP is still attached: {user}");
     scene(&env, &["floating-ip-delete", theirs["id"].as_str().unwrap()]).await;
 }
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn services_share_a_load_balancer_up_to_max_shared_lb_and_it_goes_with_the_last() {
+    let env = StackEnv::load();
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("share-a", "10.0.0.97"));
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "first", &[(80, 30086)]));
+    let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "share");
+    let name = format!("kube_service_{cluster}_shop_first");
+    let lb = until("the first Service's load balancer", &process, async || {
+        let lbs = lb_list(&env, &name).await;
+        (lbs[0]["provisioning_status"] == "ACTIVE").then(|| lbs[0].clone())
+    })
+    .await;
+    let id = lb["id"].as_str().unwrap().to_owned();
+    let annotation = "loadbalancer.openstack.org/load-balancer-id";
+    let shared = |svc: &str, port: u16| {
+        let mut shared = load_balancer_service("shop", svc, &[(port, port + 22000)]);
+        shared["metadata"]["annotations"] = json!({annotation: id});
+        shared
+    };
+    // The default max-shared-lb is 2: a second Service joins (one at a time, so the order is
+    // known), a third is refused.
+    fake.create("v1", "services", "shop", shared("second", 8080));
+    until("the shared VIP on the second Service", &process, async || {
+        let second = fake.get("v1", "services", "shop", "second")?;
+        (second["status"]["loadBalancer"]["ingress"][0]["ip"] == lb["vip_address"]).then_some(())
+    })
+    .await;
+    assert_eq!(lb_list(&env, &name).await[0]["listeners"].as_array().unwrap().len(), 2);
+    fake.create("v1", "services", "shop", shared("third", 9090));
+    until("the third Service refused", &process, async || {
+        process.log().contains("already serves 2 Services").then_some(())
+    })
+    .await;
+
+    // The first Service goes: the load balancer stays for the second, without the first's port.
+    fake.delete("v1", "services", "shop", "first");
+    until("the first Service gone", &process, async || {
+        fake.get("v1", "services", "shop", "first").is_none().then_some(())
+    })
+    .await;
+    let left = lb_list(&env, &name).await[0].clone();
+    let ports: Vec<u64> = left["listeners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["protocol_port"].as_u64())
+        .collect();
+    assert_eq!(ports, [8080], "{left}");
+    // The last Service on it goes: so does the load balancer.
+    for svc in ["second", "third"] {
+        fake.delete("v1", "services", "shop", svc);
+    }
+    until("the shared load balancer gone", &process, async || {
+        let gone = |n| fake.get("v1", "services", "shop", n).is_none();
+        let lbs = lb_list(&env, &name).await;
+        (gone("second") && gone("third") && lbs == json!([])).then_some(())
+    })
+    .await;
+}

@@ -19,6 +19,13 @@ pub(crate) struct PortTaken {
     pub(crate) port: u16,
 }
 
+/// The Services whose listeners `tree` holds, by their tags (the load-balancer names,
+/// `kube_service_…`): what `max-shared-lb` counts.
+pub(crate) fn services_on(tree: &Tree) -> BTreeSet<&str> {
+    let tags = tree.listeners.iter().flat_map(|l| l.tags.iter());
+    tags.map(String::as_str).filter(|t| t.starts_with("kube_service_")).collect()
+}
+
 /// The calls that turn `actual` into `desired` for the Service tagged `service_tag`.
 pub(crate) fn plan(
     desired: &[ListenerSpec],

@@ -90,6 +90,8 @@ pub(crate) struct ServiceContext<L> {
     pub(crate) classes: BTreeMap<String, annotations::Class>,
     /// `provider-requires-serial-api-calls`: no fully-populated create.
     pub(crate) serial: bool,
+    /// `max-shared-lb`: how many Services one load balancer may serve.
+    pub(crate) max_shared_lb: usize,
     /// How long a load balancer may stay `PENDING_*`.
     pub(crate) wait_limit: std::time::Duration,
     /// Failures in a row per Service, for the backoff.

@@ -284,6 +284,18 @@ async fn converge<L: LoadBalancing>(
     }
     let doing = format!("reading load balancer {}", lb.id);
     let tree = ctx.cloud.tree(lb.clone()).await.map_err(|source| Error::Cloud { doing, source })?;
+    let sharing = diff::services_on(&tree);
+    if !spec.listeners.is_empty()
+        && !sharing.contains(spec.name.as_str())
+        && sharing.len() >= ctx.max_shared_lb
+    {
+        return Err(Error::Invalid(format!(
+            "load balancer {} already serves {} Services ([LoadBalancer] max-shared-lb = {})",
+            lb.id,
+            sharing.len(),
+            ctx.max_shared_lb
+        )));
+    }
     let changes = diff::plan(&spec.listeners, &tree, &spec.name).map_err(|taken| {
         Error::Invalid(format!(
             "port {}/{} is already used by another Service on load balancer {}",
@@ -417,26 +429,28 @@ async fn cleanup<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -
         let id = lb.id.clone();
         let note = format!("Deleting load balancer {id}");
         ctx.event(service, EventType::Normal, "DeletingLoadBalancer", note).await;
-        if settings.load_balancer_id.is_some() {
-            // Shared: only this Service's listeners (and their pools) go.
-            converge(
-                service,
-                ctx,
-                lb.clone(),
-                &LoadBalancerSpec { name: lb_name, ..LoadBalancerSpec::default() },
-            )
-            .await?;
-        } else {
-            let lb = match lb.provisioning_status.as_str() {
-                s if s.starts_with("PENDING_") => {
-                    wait::settled(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?
-                }
-                _ => lb,
-            };
+        let lb = match lb.provisioning_status.as_str() {
+            s if s.starts_with("PENDING_") => {
+                wait::settled(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?
+            }
+            _ => lb,
+        };
+        let doing = format!("reading load balancer {}", lb.id);
+        let tree =
+            ctx.cloud.tree(lb.clone()).await.map_err(|source| Error::Cloud { doing, source })?;
+        let others = diff::services_on(&tree).into_iter().filter(|s| *s != lb_name).count();
+        let owned = lb.tags.iter().any(|t| t == names::OWNER_TAG);
+        if owned && others == 0 {
+            // The last Service on a load balancer this controller made: it goes, with its
+            // floating IP (if ours).
             floating::release_all(ctx.cloud.as_ref(), &lb, settings.keep_floating_ip).await?;
             let doing = format!("deleting load balancer {}", lb.id);
             ctx.cloud.delete(&lb.id).await.map_err(|source| Error::Cloud { doing, source })?;
             wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+        } else {
+            // Shared with other Services, or not ours: only this Service's listeners go.
+            let spec = LoadBalancerSpec { name: lb_name, ..LoadBalancerSpec::default() };
+            converge(service, ctx, lb, &spec).await?;
         }
         let note = format!("Deleted load balancer {id}");
         ctx.event(service, EventType::Normal, "DeletedLoadBalancer", note).await;

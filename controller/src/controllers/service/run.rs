@@ -129,6 +129,7 @@ pub(crate) struct Plan {
     defaults: Defaults,
     classes: BTreeMap<String, LbClass>,
     serial: bool,
+    max_shared_lb: usize,
     concurrency: u16,
 }
 
@@ -163,6 +164,7 @@ impl Plan {
             defaults,
             classes: config.lb_classes.clone(),
             serial: lb.serial_api_calls,
+            max_shared_lb: usize::try_from(lb.max_shared_lb).unwrap_or(0),
             concurrency: u16::try_from(concurrency).unwrap_or(u16::MAX),
         }))
     }
@@ -186,6 +188,7 @@ impl Plan {
             defaults: self.defaults,
             classes: self.classes,
             serial: self.serial,
+            max_shared_lb: self.max_shared_lb,
             wait_limit: super::wait::LIMIT,
             failures: Failures::default(),
         };

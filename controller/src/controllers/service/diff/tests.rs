@@ -188,3 +188,12 @@ fn octavias_default_timeouts_are_not_a_change_but_asked_ones_are() {
     asked[0].timeout_client_data = Some(1000);
     assert_eq!(plan(&asked, &applied(&before), TAG).unwrap().len(), 1);
 }
+
+#[test]
+fn services_on_a_load_balancer_are_counted_by_their_listener_tags() {
+    let mut theirs = listener("TCP", 8080, &["10.0.0.9"]);
+    theirs.tags = vec!["kube_service_kubernetes_default_other".into(), "kube_managed_by_x".into()];
+    let tree = applied(&[theirs, listener("TCP", 80, &[]), listener("TCP", 81, &[])]);
+    let names: Vec<&str> = services_on(&tree).into_iter().collect();
+    assert_eq!(names, ["kube_service_kubernetes_default_other", TAG]);
+}
