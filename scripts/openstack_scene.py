@@ -39,6 +39,10 @@ class NotFound(Exception):
     pass
 
 
+class BuildFailed(Exception):
+    pass
+
+
 def fail(msg):
     print('openstack_scene: error: %s' % msg, file=sys.stderr)
     sys.exit(1)
@@ -108,7 +112,8 @@ class Scene:
             if server.status == status:
                 return server
             if server.status == 'ERROR':
-                fail('server %s is in ERROR: %s' % (server_id, server.fault))
+                raise BuildFailed('server %s is in ERROR: %s' % (
+                    server_id, getattr(server, 'fault', None)))
             if time.time() > deadline:
                 fail('server %s is %s, not %s, after %ss' % (
                     server_id, server.status, status, self.timeout))
@@ -157,11 +162,22 @@ class Scene:
         attrs = {'name': a.name, 'flavor_id': flavor.id, 'image_id': image.id, 'networks': nics}
         if a.az:
             attrs['availability_zone'] = a.az
-        server = self.create_once(
-            self.conn.compute.create_server,
-            lambda: next(iter(self.conn.compute.servers(name='^%s$' % a.name)), None), **attrs)
-        if a.wait_active:
-            self.wait_status(server.id, 'ACTIVE')
+        # Nova on SQLite fails a build now and then ('database is locked' in nova-compute): a
+        # server that ends in ERROR is deleted and built once more.
+        for attempt in (1, 2):
+            server = self.create_once(
+                self.conn.compute.create_server,
+                lambda: next(iter(self.conn.compute.servers(name='^%s$' % a.name)), None), **attrs)
+            if not a.wait_active:
+                break
+            try:
+                self.wait_status(server.id, 'ACTIVE')
+                break
+            except BuildFailed as e:
+                if attempt == 2:
+                    fail(str(e))
+                self.retry(self.conn.compute.delete_server, server.id)
+                self.conn.compute.wait_for_delete(server, wait=self.timeout)
         return self.server_json(self.server(server.id))
 
     def server_show(self, a):
@@ -264,6 +280,13 @@ class Scene:
                 pass
         return out
 
+    def members(self, pool_id):
+        """A pool's members, none if the pool went away while we read."""
+        try:
+            return list(self.conn.load_balancer.members(pool_id))
+        except self.openstack.exceptions.NotFoundException:
+            return []
+
     def loadbalancer_list(self, a):
         """Load balancers of the project (by exact name), each with its listeners, pools and
         members, as the Octavia API has them."""
@@ -280,7 +303,7 @@ class Scene:
                                'allowed_cidrs': x.allowed_cidrs} for x in listeners],
                 'pools': [{'id': x.id, 'lb_algorithm': x.lb_algorithm,
                            'members': sorted('%s:%s' % (m.address, m.protocol_port)
-                                             for m in lbapi.members(x.id))}
+                                             for m in self.members(x.id))}
                           for x in pools],
             })
         return out
