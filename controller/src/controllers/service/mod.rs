@@ -8,6 +8,7 @@
 //! ```
 
 pub(crate) mod annotations;
+mod cleanup;
 pub(crate) mod desired;
 pub(crate) mod diff;
 pub(crate) mod floating;

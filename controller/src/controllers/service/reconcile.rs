@@ -33,7 +33,7 @@ pub(crate) async fn reconcile<L: LoadBalancing>(
         return Ok(Action::requeue(RESYNC));
     }
     if service.finalizers().iter().any(|f| f == FINALIZER) {
-        cleanup(&service, &ctx).await?;
+        super::cleanup::cleanup(&service, &ctx).await?;
         remove_finalizer(&service, &ctx).await?;
     }
     Ok(Action::await_change())
@@ -128,7 +128,7 @@ fn settings<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Res
 
 /// What to make of a load balancer with the Service's name that this controller did not create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Foreign {
+pub(super) enum Foreign {
     /// Ensuring: an error (never a takeover), so the user hears of the clash.
     Refuse,
     /// Cleaning up: not ours, so nothing to delete; the Service may go.
@@ -136,7 +136,7 @@ enum Foreign {
 }
 
 /// The load balancer named `name` that this controller created, if any.
-async fn find_ours<L: LoadBalancing>(
+pub(super) async fn find_ours<L: LoadBalancing>(
     cloud: &L,
     name: &str,
     foreign: Foreign,
@@ -272,7 +272,7 @@ async fn create<L: LoadBalancing>(
 }
 
 /// The calls the diff plans, one at a time with ACTIVE between; returns whether any was made.
-async fn converge<L: LoadBalancing>(
+pub(super) async fn converge<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
     lb: LoadBalancer,
@@ -371,7 +371,7 @@ async fn set_ingress<L: LoadBalancing>(
     write_ingress(service, ctx, ingress).await
 }
 
-async fn write_ingress<L: LoadBalancing>(
+pub(super) async fn write_ingress<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
     ingress: Value,
@@ -392,71 +392,5 @@ async fn write_ingress<L: LoadBalancing>(
         .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|source| Error::Kube { doing: "writing the load balancer status", source })?;
-    Ok(())
-}
-
-/// Everything this Service has in OpenStack goes: its listeners on a shared load balancer, or
-/// the load balancer it owns with its floating IP. Nothing it did not create is touched.
-async fn cleanup<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Result<()> {
-    let annotations = service.annotations().clone();
-    // Broken annotations must not keep a Service from going: fall back to the defaults.
-    let settings =
-        annotations::settings(&annotations, &ctx.defaults, &ctx.classes).unwrap_or_else(|_| {
-            Settings {
-                load_balancer_id: annotations
-                    .get("loadbalancer.openstack.org/load-balancer-id")
-                    .cloned(),
-                ..Settings::default()
-            }
-        });
-    let lb_name = names::load_balancer(
-        &ctx.cluster,
-        &service.namespace().unwrap_or_default(),
-        &service.name_any(),
-    );
-    let found = match &settings.load_balancer_id {
-        Some(shared) => {
-            let doing = format!("looking up load balancer {shared}");
-            match ctx.cloud.load_balancer(shared).await {
-                Ok(lb) => Some(lb),
-                Err(e) if e.is_not_found() => None,
-                Err(source) => return Err(Error::Cloud { doing, source }),
-            }
-        }
-        None => find_ours(ctx.cloud.as_ref(), &lb_name, Foreign::Ignore).await?,
-    };
-    if let Some(lb) = found {
-        let id = lb.id.clone();
-        let note = format!("Deleting load balancer {id}");
-        ctx.event(service, EventType::Normal, "DeletingLoadBalancer", note).await;
-        let lb = match lb.provisioning_status.as_str() {
-            s if s.starts_with("PENDING_") => {
-                wait::settled(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?
-            }
-            _ => lb,
-        };
-        let doing = format!("reading load balancer {}", lb.id);
-        let tree =
-            ctx.cloud.tree(lb.clone()).await.map_err(|source| Error::Cloud { doing, source })?;
-        let others = diff::services_on(&tree).into_iter().filter(|s| *s != lb_name).count();
-        let owned = lb.tags.iter().any(|t| t == names::OWNER_TAG);
-        if owned && others == 0 {
-            // The last Service on a load balancer this controller made: it goes, with its
-            // floating IP (if ours).
-            floating::release_all(ctx.cloud.as_ref(), &lb, settings.keep_floating_ip).await?;
-            let doing = format!("deleting load balancer {}", lb.id);
-            ctx.cloud.delete(&lb.id).await.map_err(|source| Error::Cloud { doing, source })?;
-            wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
-        } else {
-            // Shared with other Services, or not ours: only this Service's listeners go.
-            let spec = LoadBalancerSpec { name: lb_name, ..LoadBalancerSpec::default() };
-            converge(service, ctx, lb, &spec).await?;
-        }
-        let note = format!("Deleted load balancer {id}");
-        ctx.event(service, EventType::Normal, "DeletedLoadBalancer", note).await;
-    }
-    if service.metadata.deletion_timestamp.is_none() {
-        write_ingress(service, ctx, json!([])).await?;
-    }
     Ok(())
 }
