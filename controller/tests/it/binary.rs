@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use fake_kube_apiserver::FakeApiServer;
 
-use testkit::kube::kubeconfig;
-
-use crate::support::{BIN, Process, free_port, https};
+use crate::support::{BIN, free_port, https, start_ccm};
 
 #[test]
 fn unknown_flag_fails_naming_it() {
@@ -43,23 +41,11 @@ fn check_config_prints_redacted_config_and_exits_by_validity() {
 #[tokio::test]
 async fn keystone_unreachable_at_start_keeps_the_process_up_and_not_ready() {
     let fake = FakeApiServer::start().await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("cloud.conf");
     let keystone = free_port();
-    std::fs::write(
-        &conf,
-        format!("[Global]\nauth-url = http://127.0.0.1:{keystone}/v3\nusername = u\npassword = fixture-pass-4711\ntenant-name = p\n"),
-    )
-    .unwrap();
-    let port = free_port();
-    let mut process = Process::start(&[
-        "--cloud-provider=openstack".into(),
-        format!("--cloud-config={}", conf.display()),
-        format!("--kubeconfig={}", kubeconfig(dir.path(), &fake.url()).display()),
-        "--bind-address=127.0.0.1".into(),
-        format!("--secure-port={port}"),
-        "--leader-elect-retry-period=100ms".into(),
-    ]);
+    let conf = format!(
+        "[Global]\nauth-url = http://127.0.0.1:{keystone}/v3\nusername = u\npassword = fixture-pass-4711\ntenant-name = p\n"
+    );
+    let (mut process, port, _dir) = start_ccm(&fake, &conf, &["--leader-elect-retry-period=100ms"]);
     process.wait_line("cannot authenticate to OpenStack", Duration::from_secs(20)).await;
     process.wait_line("acquired lease", Duration::from_secs(20)).await;
     let client = https();

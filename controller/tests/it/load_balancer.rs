@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use fake_kube_apiserver::FakeApiServer;
 use serde_json::{Value, json};
-use testkit::kube::{NodeFixture, kubeconfig, load_balancer_service};
+use testkit::kube::{NodeFixture, load_balancer_service};
 use testkit::stack::StackEnv;
 
-use crate::support::{Process, free_port, scene};
+use crate::support::{Process, scene, start_ccm};
 
 /// Long enough for a few of the controller's retries (its backoff starts at 5 s) on a loaded stack.
 const WAIT: Duration = Duration::from_secs(180);
@@ -69,23 +69,13 @@ fn start_with(
         "the stack runs no Octavia: start it with scripts/openstack-up.sh (not OPENSTACK_OCTAVIA=0)"
     );
     let cluster = format!("{tag}{}", std::process::id());
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("cloud.conf");
-    let text = format!(
+    let conf = format!(
         "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {cloud}\n\n[LoadBalancer]\n{lb}",
         env["OPENSTACK_CLOUDS_YAML"]
     );
-    std::fs::write(&conf, text).unwrap();
-    let process = Process::start(&[
-        "--cloud-provider=openstack".into(),
-        format!("--cloud-config={}", conf.display()),
-        format!("--kubeconfig={}", kubeconfig(dir.path(), &fake.url()).display()),
-        "--controllers=service".into(),
-        format!("--cluster-name={cluster}"),
-        "--bind-address=127.0.0.1".into(),
-        format!("--secure-port={}", free_port()),
-        "--leader-elect=false".into(),
-    ]);
+    let cluster_flag = format!("--cluster-name={cluster}");
+    let flags = ["--controllers=service", &cluster_flag, "--leader-elect=false"];
+    let (process, _port, dir) = start_ccm(fake, &conf, &flags);
     (process, cluster, dir)
 }
 

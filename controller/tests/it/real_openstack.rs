@@ -16,10 +16,10 @@ use occm::metrics::Metrics;
 use serde_json::json;
 
 use crate::proxy::{faulty_nova, forward};
-use testkit::kube::{NodeFixture, kubeconfig};
+use testkit::kube::NodeFixture;
 use testkit::stack::StackEnv;
 
-use crate::support::{Process, free_port, https, scene};
+use crate::support::{free_port, https, scene, start_ccm};
 
 fn credentials(env: &StackEnv, cloud: &str) -> Credentials {
     let text = std::fs::read_to_string(&env["OPENSTACK_CLOUDS_YAML"]).unwrap();
@@ -251,26 +251,15 @@ async fn real_keystone_down_at_start_then_back_makes_the_process_ready() {
     let keystone: reqwest::Url = env["OPENSTACK_AUTH_URL"].parse().unwrap();
     let real = format!("{}:{}", keystone.host_str().unwrap(), keystone.port().unwrap());
     let fake = FakeApiServer::start().await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
     let proxy_port = free_port();
-    let conf = dir.path().join("cloud.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "[Global]\nauth-url = http://127.0.0.1:{proxy_port}/v3\nusername = {}\npassword = {}\ntenant-name = {}\nuser-domain-name = Default\ntenant-domain-name = Default\nregion = {}\n",
-            env["OPENSTACK_USER"], env["OPENSTACK_PASSWORD"], env["OPENSTACK_PROJECT"], env["OPENSTACK_REGION"]
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let process = Process::start(&[
-        "--cloud-provider=openstack".into(),
-        format!("--cloud-config={}", conf.display()),
-        format!("--kubeconfig={}", kubeconfig(dir.path(), &fake.url()).display()),
-        "--bind-address=127.0.0.1".into(),
-        format!("--secure-port={port}"),
-        "--leader-elect=false".into(),
-    ]);
+    let conf = format!(
+        "[Global]\nauth-url = http://127.0.0.1:{proxy_port}/v3\nusername = {}\npassword = {}\ntenant-name = {}\nuser-domain-name = Default\ntenant-domain-name = Default\nregion = {}\n",
+        env["OPENSTACK_USER"],
+        env["OPENSTACK_PASSWORD"],
+        env["OPENSTACK_PROJECT"],
+        env["OPENSTACK_REGION"]
+    );
+    let (process, port, _dir) = start_ccm(&fake, &conf, &["--leader-elect=false"]);
     process.wait_line("cannot authenticate to OpenStack", Duration::from_secs(30)).await;
     let client = https();
     let readyz = || client.get(format!("https://127.0.0.1:{port}/readyz")).send();
@@ -306,25 +295,11 @@ async fn real_binary_with_secret_credentials_initializes_a_node_end_to_end() {
         json!({"metadata": {"name": "openstack-credentials"}, "data": data}),
     );
     fake.create("v1", "nodes", "", NodeFixture::tainted(&name).ready("False").build());
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("cloud.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\ncloud = {}\n",
-            env["OPENSTACK_CLOUD_APPCRED"]
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let process = Process::start(&[
-        "--cloud-provider=openstack".into(),
-        format!("--cloud-config={}", conf.display()),
-        format!("--kubeconfig={}", kubeconfig(dir.path(), &fake.url()).display()),
-        "--bind-address=127.0.0.1".into(),
-        format!("--secure-port={port}"),
-        "--leader-elect-retry-period=200ms".into(),
-    ]);
+    let conf = format!(
+        "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\ncloud = {}\n",
+        env["OPENSTACK_CLOUD_APPCRED"]
+    );
+    let (process, port, _dir) = start_ccm(&fake, &conf, &["--leader-elect-retry-period=200ms"]);
     process.wait_line("initialized", Duration::from_secs(60)).await;
     let got = fake.get("v1", "nodes", "", &name).unwrap();
     assert_eq!(got["spec"]["providerID"], format!("openstack:///{id}"));

@@ -5,6 +5,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fake_kube_apiserver::FakeApiServer;
+use testkit::kube::kubeconfig;
 use testkit::stack::StackEnv;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -87,6 +89,29 @@ impl Process {
     pub(crate) fn log(&self) -> String {
         self.lines.lock().unwrap().join("\n")
     }
+}
+
+/// The binary for `--cloud-provider=openstack` against `fake`, with `cloud_conf` as its cloud
+/// config and serving on a free port of 127.0.0.1, then `extra` flags: the process, its port,
+/// and the directory of its files (keep it while the process runs).
+pub(crate) fn start_ccm(
+    fake: &FakeApiServer,
+    cloud_conf: &str,
+    extra: &[&str],
+) -> (Process, u16, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("cloud.conf");
+    std::fs::write(&conf, cloud_conf).unwrap();
+    let port = free_port();
+    let mut args = vec![
+        "--cloud-provider=openstack".to_owned(),
+        format!("--cloud-config={}", conf.display()),
+        format!("--kubeconfig={}", kubeconfig(dir.path(), &fake.url()).display()),
+        "--bind-address=127.0.0.1".to_owned(),
+        format!("--secure-port={port}"),
+    ];
+    args.extend(extra.iter().map(|flag| (*flag).to_owned()));
+    (Process::start(&args), port, dir)
 }
 
 /// An HTTPS client that accepts the self-signed serving certificate.

@@ -250,6 +250,19 @@ pub(crate) fn settings(
     if errors.is_empty() { Ok(settings) } else { Err(errors) }
 }
 
+/// The settings to clean up with: [`settings`], or when the annotations are broken (they must
+/// not keep a Service from going) the defaults with only the shared load balancer read.
+pub(crate) fn settings_for_cleanup(
+    annotations: &BTreeMap<String, String>,
+    defaults: &Defaults,
+    classes: &BTreeMap<String, Class>,
+) -> Settings {
+    settings(annotations, defaults, classes).unwrap_or_else(|_| {
+        let read = Reader { annotations, errors: &mut Vec::new() };
+        Settings { load_balancer_id: read.text("load-balancer-id"), ..Settings::default() }
+    })
+}
+
 /// Octavia's `lb_algorithm` values.
 const LB_METHODS: &[&str] = &["ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"];
 

@@ -6,7 +6,7 @@ use kube::ResourceExt;
 use kube::runtime::events::EventType;
 use serde_json::json;
 
-use super::annotations::{self, Settings};
+use super::annotations;
 use super::reconcile::{Foreign, converge, find_ours, write_ingress};
 use super::{Error, Result, ServiceContext, diff, floating, names, wait};
 use crate::cloud::load_balancing::LoadBalancing;
@@ -18,17 +18,8 @@ pub(super) async fn cleanup<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
 ) -> Result<()> {
-    let annotations = service.annotations().clone();
-    // Broken annotations must not keep a Service from going: fall back to the defaults.
     let settings =
-        annotations::settings(&annotations, &ctx.defaults, &ctx.classes).unwrap_or_else(|_| {
-            Settings {
-                load_balancer_id: annotations
-                    .get("loadbalancer.openstack.org/load-balancer-id")
-                    .cloned(),
-                ..Settings::default()
-            }
-        });
+        annotations::settings_for_cleanup(service.annotations(), &ctx.defaults, &ctx.classes);
     let lb_name = names::load_balancer(
         &ctx.cluster,
         &service.namespace().unwrap_or_default(),
@@ -56,16 +47,15 @@ pub(super) async fn cleanup<L: LoadBalancing>(
             _ => lb,
         };
         let doing = format!("reading load balancer {}", lb.id);
-        let tree =
-            ctx.cloud.tree(lb.clone()).await.map_err(|source| Error::Cloud { doing, source })?;
+        let tree = ctx.cloud.tree(lb.clone()).await.map_err(Error::cloud(doing))?;
         let others = diff::services_on(&tree).into_iter().filter(|s| *s != lb_name).count();
-        let owned = lb.tags.iter().any(|t| t == names::OWNER_TAG);
+        let owned = names::is_ours(&lb.tags);
         if owned && others == 0 {
             // The last Service on a load balancer this controller made: it goes, with its
             // floating IP (if ours).
             floating::release_all(ctx.cloud.as_ref(), &lb, settings.keep_floating_ip).await?;
             let doing = format!("deleting load balancer {}", lb.id);
-            ctx.cloud.delete(&lb.id).await.map_err(|source| Error::Cloud { doing, source })?;
+            ctx.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
             wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
         } else {
             // Shared with other Services, or not ours: only this Service's listeners go.

@@ -8,6 +8,8 @@
 
 use std::collections::BTreeSet;
 
+use super::names;
+
 use crate::cloud::octavia::{
     Change as Op, HealthMonitor, Listener, ListenerSpec, MemberSpec, MonitorSpec, Pool, Tree,
 };
@@ -23,7 +25,7 @@ pub(crate) struct PortTaken {
 /// `kube_service_…`): what `max-shared-lb` counts.
 pub(crate) fn services_on(tree: &Tree) -> BTreeSet<&str> {
     let tags = tree.listeners.iter().flat_map(|l| l.tags.iter());
-    tags.map(String::as_str).filter(|t| t.starts_with("kube_service_")).collect()
+    tags.map(String::as_str).filter(|t| t.starts_with(names::LOAD_BALANCER_PREFIX)).collect()
 }
 
 /// The calls that turn `actual` into `desired` for the Service tagged `service_tag`.

@@ -7,20 +7,11 @@ use crate::cloud::floating_ips::{FloatingIp, FloatingIpSpec};
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::LoadBalancer;
 
-fn cloud_error(doing: String) -> impl FnOnce(crate::cloud::Error) -> Error {
-    move |source| Error::Cloud { doing, source }
-}
-
-/// True when this controller allocated `fip` (only those are ever released).
-pub(crate) fn is_ours(fip: &FloatingIp) -> bool {
-    fip.tags.iter().any(|t| t == names::OWNER_TAG)
-}
-
 /// The floating IPs on the VIP port of `lb`.
 async fn on_vip<L: LoadBalancing>(cloud: &L, lb: &LoadBalancer) -> Result<Vec<FloatingIp>> {
     let filter = [("port_id", lb.vip_port_id.clone())];
     let doing = format!("listing the floating IPs of load balancer {}", lb.id);
-    cloud.floating_ips(&filter).await.map_err(cloud_error(doing))
+    cloud.floating_ips(&filter).await.map_err(Error::cloud(doing))
 }
 
 /// The public address of `lb`: `None` for an internal one, or when no floating network is
@@ -46,7 +37,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
     if let Some(address) = requested {
         let filter = [("floating_ip_address", address.to_owned())];
         let doing = format!("looking up floating IP {address}");
-        let found = cloud.floating_ips(&filter).await.map_err(cloud_error(doing))?;
+        let found = cloud.floating_ips(&filter).await.map_err(Error::cloud(doing))?;
         let Some(fip) = found.into_iter().next() else {
             return Err(Error::Invalid(format!(
                 "spec.loadBalancerIP {address}: no such floating IP in the project"
@@ -61,7 +52,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         cloud
             .set_floating_ip_port(&fip.id, Some(&lb.vip_port_id))
             .await
-            .map_err(cloud_error(doing))?;
+            .map_err(Error::cloud(doing))?;
         return Ok(Some(fip.floating_ip_address));
     }
     let Some(network) = &settings.floating_network_id else { return Ok(None) };
@@ -75,7 +66,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
     let tags = [lb.name.clone(), names::OWNER_TAG.to_owned()];
     let doing =
         format!("allocating a floating IP on network {network} for load balancer {}", lb.id);
-    let fip = cloud.create_floating_ip(&spec, &tags).await.map_err(cloud_error(doing))?;
+    let fip = cloud.create_floating_ip(&spec, &tags).await.map_err(Error::cloud(doing))?;
     tracing::info!(load_balancer = %lb.id, address = %fip.floating_ip_address, "floating IP allocated");
     Ok(Some(fip.floating_ip_address))
 }
@@ -93,12 +84,13 @@ pub(crate) async fn release_all<L: LoadBalancing>(
 
 async fn release<L: LoadBalancing>(cloud: &L, fips: &[FloatingIp], keep: bool) -> Result<()> {
     for fip in fips {
-        if is_ours(fip) && !keep {
+        // Only floating IPs this controller allocated are ever released.
+        if names::is_ours(&fip.tags) && !keep {
             let doing = format!("releasing floating IP {}", fip.floating_ip_address);
-            cloud.delete_floating_ip(&fip.id).await.map_err(cloud_error(doing))?;
+            cloud.delete_floating_ip(&fip.id).await.map_err(Error::cloud(doing))?;
         } else {
             let doing = format!("detaching floating IP {}", fip.floating_ip_address);
-            cloud.set_floating_ip_port(&fip.id, None).await.map_err(cloud_error(doing))?;
+            cloud.set_floating_ip_port(&fip.id, None).await.map_err(Error::cloud(doing))?;
         }
     }
     Ok(())

@@ -61,6 +61,11 @@ pub(crate) enum Error {
 }
 
 impl Error {
+    /// Wraps a failed OpenStack call made while `doing`: for `map_err`.
+    pub(crate) fn cloud(doing: String) -> impl FnOnce(cloud::Error) -> Error {
+        move |source| Error::Cloud { doing, source }
+    }
+
     /// A fixed label for metrics.
     pub(crate) fn kind(&self) -> &'static str {
         match self {

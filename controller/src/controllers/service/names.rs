@@ -10,9 +10,17 @@ pub(crate) const MAX: usize = 255;
 /// The tag on every Octavia and Neutron object this controller creates.
 pub(crate) const OWNER_TAG: &str = "kube_managed_by_openstack-cloud-controller-manager";
 
+/// How every load-balancer name (and so every Service's tag) begins.
+pub(crate) const LOAD_BALANCER_PREFIX: &str = "kube_service_";
+
+/// True when `tags` hold [`OWNER_TAG`]: this controller created the object.
+pub(crate) fn is_ours(tags: &[String]) -> bool {
+    tags.iter().any(|t| t == OWNER_TAG)
+}
+
 /// `kube_service_<cluster>_<namespace>_<name>`, cut to 255 bytes (on a character boundary).
 pub(crate) fn load_balancer(cluster: &str, namespace: &str, name: &str) -> String {
-    cut(format!("kube_service_{cluster}_{namespace}_{name}"))
+    cut(format!("{LOAD_BALANCER_PREFIX}{cluster}_{namespace}_{name}"))
 }
 
 /// `listener_<index>_<lb>`, `pool_<index>_<lb>`, `monitor_<index>_<lb>` (upstream's forms).

@@ -16,6 +16,8 @@ use super::desired::{self, NodeView, Port, ServiceId, Vip};
 use super::{Error, FINALIZER, Result, ServiceContext, diff, floating, names, wait};
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{ACTIVE, Change, LoadBalancer, LoadBalancerSpec};
+use crate::controllers::addresses::AddressType;
+use crate::controllers::is_ready;
 
 /// The `spec.loadBalancerClass` this controller serves besides "unset".
 pub(crate) const LOAD_BALANCER_CLASS: &str = "openstack.org/octavia";
@@ -92,17 +94,15 @@ async fn patch_finalizers<L: LoadBalancing>(
 
 /// What the nodes say, as the member rule reads it.
 pub(crate) fn node_view(node: &Node) -> NodeView {
-    let status = node.status.as_ref();
-    let ready = status
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-    let internal_ip = status
+    let internal_ip = node
+        .status
+        .as_ref()
         .and_then(|s| s.addresses.as_ref())
-        .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
+        .and_then(|a| a.iter().find(|a| a.type_ == AddressType::InternalIP.as_str()))
         .map(|a| a.address.clone());
     NodeView {
         name: node.name_any(),
-        ready,
+        ready: is_ready(node),
         deleting: node.metadata.deletion_timestamp.is_some(),
         labels: node.labels().clone(),
         internal_ip,
@@ -122,8 +122,8 @@ fn ports(service: &Service) -> Vec<Port> {
 }
 
 fn settings<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Result<Settings> {
-    let annotations = service.annotations().clone();
-    annotations::settings(&annotations, &ctx.defaults, &ctx.classes).map_err(Error::Settings)
+    annotations::settings(service.annotations(), &ctx.defaults, &ctx.classes)
+        .map_err(Error::Settings)
 }
 
 /// What to make of a load balancer with the Service's name that this controller did not create.
@@ -142,12 +142,11 @@ pub(super) async fn find_ours<L: LoadBalancing>(
     foreign: Foreign,
 ) -> Result<Option<LoadBalancer>> {
     let doing = format!("looking up load balancer {name:?}");
-    let found =
-        cloud.load_balancers_named(name).await.map_err(|source| Error::Cloud { doing, source })?;
+    let found = cloud.load_balancers_named(name).await.map_err(Error::cloud(doing))?;
     let (live, others): (Vec<LoadBalancer>, Vec<LoadBalancer>) = found
         .into_iter()
         .filter(|lb| lb.provisioning_status != "PENDING_DELETE")
-        .partition(|lb| lb.tags.iter().any(|t| t == names::OWNER_TAG));
+        .partition(|lb| names::is_ours(&lb.tags));
     if let Some(other) = others.first()
         && foreign == Foreign::Refuse
     {
@@ -186,11 +185,7 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     let (lb, changed) = match &settings.load_balancer_id {
         Some(shared) => {
             let doing = format!("looking up load balancer {shared}");
-            let lb = ctx
-                .cloud
-                .load_balancer(shared)
-                .await
-                .map_err(|source| Error::Cloud { doing, source })?;
+            let lb = ctx.cloud.load_balancer(shared).await.map_err(Error::cloud(doing))?;
             converge(service, ctx, lb, &spec).await?
         }
         None => match find_ours(ctx.cloud.as_ref(), &spec.name, Foreign::Refuse).await? {
@@ -198,7 +193,7 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
             None => (create(service, ctx, &spec).await?, true),
         },
     };
-    let owned = lb.tags.iter().any(|t| t == names::OWNER_TAG);
+    let owned = names::is_ours(&lb.tags);
     let requested = spec_k8s.load_balancer_ip.as_deref().filter(|_| !settings.internal);
     let public = if owned {
         floating::ensure(ctx.cloud.as_ref(), &lb, &settings, requested).await?
@@ -231,11 +226,7 @@ async fn node_subnet<L: LoadBalancing>(
         ));
     };
     let doing = format!("looking up the subnet of node {} ({})", first.name, first.address);
-    let subnet = ctx
-        .cloud
-        .subnet_of(&first.address)
-        .await
-        .map_err(|source| Error::Cloud { doing, source })?;
+    let subnet = ctx.cloud.subnet_of(&first.address).await.map_err(Error::cloud(doing))?;
     match subnet {
         Some(subnet) => Ok(Some(subnet)),
         None => Err(Error::Invalid(format!(
@@ -260,7 +251,7 @@ async fn create<L: LoadBalancing>(
         spec.clone()
     };
     let doing = format!("creating load balancer {:?}", spec.name);
-    let lb = ctx.cloud.create(&first).await.map_err(|source| Error::Cloud { doing, source })?;
+    let lb = ctx.cloud.create(&first).await.map_err(Error::cloud(doing))?;
     tracing::info!(service = %service.name_any(), load_balancer = %lb.id, "load balancer created");
     let mut lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
     if ctx.serial {
@@ -283,7 +274,7 @@ pub(super) async fn converge<L: LoadBalancing>(
         lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
     }
     let doing = format!("reading load balancer {}", lb.id);
-    let tree = ctx.cloud.tree(lb.clone()).await.map_err(|source| Error::Cloud { doing, source })?;
+    let tree = ctx.cloud.tree(lb.clone()).await.map_err(Error::cloud(doing))?;
     let sharing = diff::services_on(&tree);
     if !spec.listeners.is_empty()
         && !sharing.contains(spec.name.as_str())
@@ -351,8 +342,7 @@ async fn call<L: LoadBalancing>(
     change: &Change,
 ) -> Result<(String, LoadBalancer)> {
     let doing = format!("{} on load balancer {}", change.label(), lb.id);
-    let created =
-        ctx.cloud.change(&lb.id, change).await.map_err(|source| Error::Cloud { doing, source })?;
+    let created = ctx.cloud.change(&lb.id, change).await.map_err(Error::cloud(doing))?;
     let lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
     Ok((created.unwrap_or_default(), lb))
 }

@@ -49,6 +49,11 @@ impl Failures {
     }
 }
 
+/// `namespace/name`: what [`Failures`] counts by.
+fn key(service: &Service) -> String {
+    format!("{}/{}", service.namespace().unwrap_or_default(), service.name_any())
+}
+
 /// The delay before the `n`th retry (n ≥ 1): doubling from 5 s, at most 5 min.
 pub(crate) fn backoff(n: u32) -> Duration {
     let factor = 2u32.saturating_pow(n.saturating_sub(1).min(16));
@@ -71,7 +76,7 @@ async fn reconcile_and_report<L: LoadBalancing>(
     service: Arc<Service>,
     ctx: Arc<ServiceContext<L>>,
 ) -> Result<Action, Error> {
-    let key = format!("{}/{}", service.namespace().unwrap_or_default(), service.name_any());
+    let key = key(&service);
     let result = reconcile(service.clone(), ctx.clone()).await;
     let failures = ctx.failures.record(key, result.is_err());
     match &result {
@@ -91,7 +96,7 @@ fn error_policy<L: LoadBalancing>(
     _: &Error,
     ctx: Arc<ServiceContext<L>>,
 ) -> Action {
-    let key = format!("{}/{}", service.namespace().unwrap_or_default(), service.name_any());
+    let key = key(&service);
     let count = ctx.failures.0.lock().unwrap_or_else(PoisonError::into_inner).get(&key).copied();
     Action::requeue(backoff(count.unwrap_or(1)))
 }
