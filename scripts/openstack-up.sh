@@ -336,7 +336,8 @@ head.get_metadata().create_all(sa.create_engine(sys.argv[1]))' "sqlite:///$d/neu
     tail -n 40 "$LOG/neutron-db.out" >&2
     die "neutron database setup failed"
   }
-  start_service neutron-server neutron-server --config-file "$d/neutron.conf"
+  # neutron_server.py: neutron-server retrying SQLite lock conflicts (see its docstring).
+  start_service neutron-server "$PY" "$OS_SCRIPTS/neutron_server.py" --config-file "$d/neutron.conf"
 )
 
 register_fake_agent() {
