@@ -222,6 +222,9 @@ class Scene:
             **attrs)
         return port_json(port)
 
+    def port_show(self, a):
+        return port_json(self.conn.network.get_port(a.id))
+
     def port_delete(self, a):
         self.retry(self.conn.network.delete_port, a.id, ignore_missing=False)
         return {'id': a.id, 'deleted': True}
@@ -250,6 +253,17 @@ class Scene:
 
     def floating_ip_list(self, _a):
         return [fip_json(f) for f in self.conn.network.ips()]
+
+    def security_group_list(self, a):
+        """Security groups (by exact name) with their rules."""
+        query = {'name': a.name} if a.name else {}
+        return [{
+            'id': g.id, 'name': g.name, 'tags': g.tags,
+            'rules': [{k: r.get(k) for k in ('direction', 'ethertype', 'protocol',
+                                             'port_range_min', 'port_range_max',
+                                             'remote_ip_prefix')}
+                      for r in g.security_group_rules or []],
+        } for g in self.conn.network.security_groups(**query)]
 
 
     def loadbalancer_create(self, a):
@@ -317,6 +331,7 @@ def port_json(p):
         'device_id': p.device_id,
         'mac_address': p.mac_address,
         'status': p.status,
+        'security_groups': p.security_group_ids or [],
         'fixed_ips': [{'subnet_id': f.get('subnet_id'), 'ip_address': f.get('ip_address')}
                       for f in p.fixed_ips or []],
     }
@@ -359,6 +374,8 @@ def parse(argv):
     s.add_argument('--network', help='name or ID (OPENSTACK_INTERNAL_NETWORK)')
     s.add_argument('--fixed-ip')
     s.add_argument('--name')
+    s = sub.add_parser('port-show', help='print a port (with its security groups)')
+    s.add_argument('id')
     s = sub.add_parser('port-delete', help='delete a port')
     s.add_argument('id')
     s = sub.add_parser('floating-ip-create', help='create a floating IP (on a port)')
@@ -369,6 +386,8 @@ def parse(argv):
     s = sub.add_parser('floating-ip-delete', help='delete a floating IP')
     s.add_argument('id')
     sub.add_parser('floating-ip-list', help="the project's floating IPs")
+    s = sub.add_parser('security-group-list', help='security groups with their rules')
+    s.add_argument('--name', help='exact name')
     s = sub.add_parser('loadbalancer-create', help='a bare load balancer, as a user makes one')
     s.add_argument('--name', required=True)
     s = sub.add_parser('loadbalancer-delete', help='delete a load balancer (cascade)')
@@ -389,10 +408,12 @@ def main(argv=None):
         'server-start': lambda a: scene.server_action(a, c.start_server, 'ACTIVE'),
         'server-delete': scene.server_delete,
         'port-create': scene.port_create,
+        'port-show': scene.port_show,
         'port-delete': scene.port_delete,
         'floating-ip-create': scene.floating_ip_create,
         'floating-ip-delete': scene.floating_ip_delete,
         'floating-ip-list': scene.floating_ip_list,
+        'security-group-list': scene.security_group_list,
         'loadbalancer-create': scene.loadbalancer_create,
         'loadbalancer-delete': scene.loadbalancer_delete,
         'loadbalancer-list': scene.loadbalancer_list,

@@ -5,13 +5,14 @@ use std::future::Future;
 
 use super::floating_ips::{self, FloatingIp, FloatingIpSpec};
 use super::octavia::{self, Change, LoadBalancer, LoadBalancerSpec, Tree};
+use super::security_groups::SecurityGroups;
 use super::{OpenStack, Result};
 
 /// The metrics' service label of Octavia calls.
 const SERVICE: &str = "load-balancer";
 
-/// What the service controller needs from OpenStack.
-pub(crate) trait LoadBalancing: Send + Sync + 'static {
+/// What the service controller needs from OpenStack (with Neutron's security groups).
+pub(crate) trait LoadBalancing: SecurityGroups + Send + Sync + 'static {
     /// Whether the catalog has a load-balancer (Octavia) endpoint.
     fn has_load_balancer(&self) -> impl Future<Output = Result<bool>> + Send;
     /// Load balancers with exactly this name.

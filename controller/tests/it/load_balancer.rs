@@ -14,6 +14,7 @@ use crate::support::{Process, scene, start_ccm};
 /// Long enough for a few of the controller's retries (its backoff starts at 5 s) on a loaded stack.
 const WAIT: Duration = Duration::from_secs(180);
 const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+const OWNER_TAG: &str = "kube_managed_by_openstack-cloud-controller-manager";
 
 fn node(name: &str, ip: &str) -> Value {
     let mut node = NodeFixture::initialized(name).build();
@@ -83,6 +84,15 @@ async fn lb_list(env: &StackEnv, name: &str) -> Value {
     scene(env, &["loadbalancer-list", "--name", name]).await
 }
 
+/// Deletes the Service and waits until the controller let it go (its finalizer removed).
+async fn delete_service(fake: &FakeApiServer, process: &Process, namespace: &str, name: &str) {
+    fake.delete("v1", "services", namespace, name);
+    until(&format!("Service {namespace}/{name} gone"), process, async || {
+        fake.get("v1", "services", namespace, name).is_none().then_some(())
+    })
+    .await;
+}
+
 fn reasons(fake: &FakeApiServer) -> Vec<String> {
     let events = fake.list("events.k8s.io/v1", "events");
     events.iter().filter_map(|e| e["reason"].as_str().map(str::to_owned)).collect()
@@ -131,11 +141,7 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
     .await;
 
     // Deleting the Service deletes the load balancer, then the finalizer lets it go.
-    fake.delete("v1", "services", "shop", "web");
-    until("the Service gone", &process, async || {
-        fake.get("v1", "services", "shop", "web").is_none().then_some(())
-    })
-    .await;
+    delete_service(&fake, &process, "shop", "web").await;
     assert_eq!(lb_list().await, json!([]), "the load balancer is left behind");
     let reasons = reasons(&fake);
     let wanted = [
@@ -207,11 +213,7 @@ async fn ports_source_ranges_and_node_readiness_are_followed() {
     })
     .await;
 
-    fake.delete("v1", "services", "shop", "api");
-    until("the Service gone", &process, async || {
-        fake.get("v1", "services", "shop", "api").is_none().then_some(())
-    })
-    .await;
+    delete_service(&fake, &process, "shop", "api").await;
     assert_eq!(lb_list(&env, &name).await, json!([]), "{}", process.log());
 }
 
@@ -238,11 +240,7 @@ async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() 
     assert!(svc.pointer("/status/loadBalancer/ingress").is_none(), "{svc}");
 
     // The Service goes (nothing of ours to clean up); the user's load balancer stays as it was.
-    fake.delete("v1", "services", "shop", "db");
-    until("the Service gone", &process, async || {
-        fake.get("v1", "services", "shop", "db").is_none().then_some(())
-    })
-    .await;
+    delete_service(&fake, &process, "shop", "db").await;
     let lbs = lb_list(&env, &name).await;
     assert_eq!(lbs.as_array().unwrap().len(), 1, "{lbs}");
     assert_eq!(
@@ -280,11 +278,7 @@ async fn a_service_deleted_while_its_load_balancer_is_being_created_leaves_nothi
         (svc["metadata"]["finalizers"] == json!([FINALIZER])).then_some(())
     })
     .await;
-    fake.delete("v1", "services", "shop", "gone");
-    until("the Service gone", &process, async || {
-        fake.get("v1", "services", "shop", "gone").is_none().then_some(())
-    })
-    .await;
+    delete_service(&fake, &process, "shop", "gone").await;
     assert_eq!(lb_list(&env, &name).await, json!([]), "left behind:\n{}", process.log());
 }
 
@@ -383,11 +377,7 @@ async fn services_share_a_load_balancer_up_to_max_shared_lb_and_it_goes_with_the
     .await;
 
     // The first Service goes: the load balancer stays for the second, without the first's port.
-    fake.delete("v1", "services", "shop", "first");
-    until("the first Service gone", &process, async || {
-        fake.get("v1", "services", "shop", "first").is_none().then_some(())
-    })
-    .await;
+    delete_service(&fake, &process, "shop", "first").await;
     let left = lb_list(&env, &name).await[0].clone();
     let ports: Vec<u64> = left["listeners"]
         .as_array()
@@ -406,4 +396,124 @@ async fn services_share_a_load_balancer_up_to_max_shared_lb_and_it_goes_with_the
         (gone("second") && gone("third") && lbs == json!([])).then_some(())
     })
     .await;
+}
+
+/// The security groups named `name` (ours or not), with their rules, from the real Neutron.
+async fn security_groups(env: &StackEnv, name: &str) -> Vec<Value> {
+    let groups = scene(env, &["security-group-list", "--name", name]).await;
+    groups.as_array().cloned().unwrap_or_default()
+}
+
+/// `(protocol, port, remote prefix)` of each ingress rule, sorted.
+fn ingress(group: &Value) -> Vec<(String, u64, String)> {
+    let rules = group["rules"].as_array().unwrap();
+    let mut out: Vec<(String, u64, String)> = rules
+        .iter()
+        .filter(|r| r["direction"] == "ingress")
+        .map(|r| {
+            assert_eq!(r["port_range_min"], r["port_range_max"], "{r}");
+            let text = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (text("protocol"), r["port_range_min"].as_u64().unwrap(), text("remote_ip_prefix"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+async fn port_groups(env: &StackEnv, id: &str) -> Vec<String> {
+    let port = scene(env, &["port-show", id]).await;
+    let groups = port["security_groups"].as_array().unwrap();
+    let mut out: Vec<String> = groups.iter().map(|g| g.as_str().unwrap().to_owned()).collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn manage_security_groups_guards_the_members_ports_and_leaves_nothing_behind() {
+    let env = StackEnv::load();
+    let (a, b) = ("10.0.0.111", "10.0.0.112");
+    let port_a = scene(&env, &["port-create", "--fixed-ip", a]).await;
+    let port_b = scene(&env, &["port-create", "--fixed-ip", b]).await;
+    let (id_a, id_b) = (port_a["id"].as_str().unwrap(), port_b["id"].as_str().unwrap());
+    let before_a = port_groups(&env, id_a).await;
+    let before_b = port_groups(&env, id_b).await;
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("sg-a", a));
+    fake.create("v1", "nodes", "", node("sg-b", b));
+    let mut service = load_balancer_service("guarded", "web", &[(80, 30090), (53, 30091)]);
+    service["spec"]["ports"][1]["protocol"] = json!("UDP");
+    service["spec"]["loadBalancerSourceRanges"] = json!(["192.0.2.0/24"]);
+    let service = fake.create("v1", "services", "guarded", service);
+    let uid = service["metadata"]["uid"].as_str().unwrap().to_owned();
+    let lb = format!(
+        "subnet-id = {}\nmanage-security-groups = true\n",
+        env["OPENSTACK_INTERNAL_SUBNET_ID"]
+    );
+    let (process, _cluster, _dir) =
+        start_with(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "sg", &lb);
+    let name = format!("lb-sg-{uid}-guarded-web");
+    let ours = || {
+        let (env, name) = (&env, &name);
+        async move {
+            let groups = security_groups(env, name).await;
+            assert!(groups.len() <= 1, "more than one group named {name}: {groups:?}");
+            groups.into_iter().next()
+        }
+    };
+
+    // Both members' ports carry the group (beside what they had); its rules open each NodePort
+    // to the source range and to the member subnet, where the load balancer speaks from.
+    let cidr = env["OPENSTACK_INTERNAL_CIDR"].to_owned();
+    let group = until("the security group on both member ports", &process, async || {
+        let group = ours().await?;
+        let id = group["id"].as_str()?.to_owned();
+        let on = |groups: &[String]| groups.contains(&id);
+        (on(&port_groups(&env, id_a).await) && on(&port_groups(&env, id_b).await)).then_some(group)
+    })
+    .await;
+    let id = group["id"].as_str().unwrap().to_owned();
+    assert!(group["tags"].as_array().unwrap().contains(&json!(OWNER_TAG)), "{group}");
+    let expected = |prefixes: &[&str]| {
+        let mut rules: Vec<(String, u64, String)> = prefixes
+            .iter()
+            .flat_map(|p| {
+                [
+                    ("tcp".to_owned(), 30090, (*p).to_owned()),
+                    ("udp".to_owned(), 30091, (*p).to_owned()),
+                ]
+            })
+            .collect();
+        rules.sort();
+        rules
+    };
+    assert_eq!(ingress(&group), expected(&["192.0.2.0/24", &cidr]));
+    let mut with_ours = before_a.clone();
+    with_ours.push(id.clone());
+    with_ours.sort();
+    assert_eq!(port_groups(&env, id_a).await, with_ours, "port A lost a group of its own");
+
+    // A node that leaves takes the group off its port; open source ranges become one rule per port.
+    fake.delete("v1", "nodes", "", "sg-b");
+    fake.patch(
+        "v1",
+        "services",
+        "guarded",
+        "web",
+        json!({"spec": {"loadBalancerSourceRanges": null}}),
+    );
+    until("the group off the departed node's port, rules opened", &process, async || {
+        let group = ours().await?;
+        (port_groups(&env, id_b).await == before_b && ingress(&group) == expected(&["0.0.0.0/0"]))
+            .then_some(())
+    })
+    .await;
+
+    // The Service goes: the group is off every port and deleted; the ports keep their own.
+    delete_service(&fake, &process, "guarded", "web").await;
+    assert_eq!(ours().await, None, "the security group is left behind:\n{}", process.log());
+    assert_eq!(port_groups(&env, id_a).await, before_a);
+    for port in [id_a, id_b] {
+        scene(&env, &["port-delete", port]).await;
+    }
 }

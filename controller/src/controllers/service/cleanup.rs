@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::annotations;
 use super::reconcile::{Foreign, converge, find_ours, write_ingress};
-use super::{Error, Result, ServiceContext, diff, floating, names, wait};
+use super::{Error, Result, ServiceContext, diff, floating, names, security_group, wait};
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::LoadBalancerSpec;
 
@@ -65,6 +65,12 @@ pub(super) async fn cleanup<L: LoadBalancing>(
         let note = format!("Deleted load balancer {id}");
         ctx.event(service, EventType::Normal, "DeletedLoadBalancer", note).await;
     }
+    // Looked for even with manage-security-groups off now: it may have been on before.
+    let uid = service.metadata.uid.clone().unwrap_or_default();
+    let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
+    let owner =
+        security_group::Owner { uid: &uid, namespace: &namespace, name: &name, load_balancer: "" };
+    security_group::delete(ctx.cloud.as_ref(), owner).await?;
     if service.metadata.deletion_timestamp.is_none() {
         write_ingress(service, ctx, json!([])).await?;
     }

@@ -15,6 +15,7 @@ pub(crate) mod floating;
 pub(crate) mod names;
 pub(crate) mod reconcile;
 pub(crate) mod run;
+pub(crate) mod security_group;
 pub(crate) mod wait;
 
 use std::collections::BTreeMap;
@@ -96,6 +97,8 @@ pub(crate) struct ServiceContext<L> {
     pub(crate) classes: BTreeMap<String, annotations::Class>,
     /// `provider-requires-serial-api-calls`: no fully-populated create.
     pub(crate) serial: bool,
+    /// `manage-security-groups`: a security group on the members' ports.
+    pub(crate) manage_security_groups: bool,
     /// `max-shared-lb`: how many Services one load balancer may serve.
     pub(crate) max_shared_lb: usize,
     /// How long a load balancer may stay `PENDING_*`.

@@ -23,6 +23,11 @@ pub(crate) fn load_balancer(cluster: &str, namespace: &str, name: &str) -> Strin
     cut(format!("{LOAD_BALANCER_PREFIX}{cluster}_{namespace}_{name}"))
 }
 
+/// `lb-sg-<uid>-<namespace>-<name>`: upstream's name for a Service's member security group.
+pub(crate) fn security_group(uid: &str, namespace: &str, name: &str) -> String {
+    cut(format!("lb-sg-{uid}-{namespace}-{name}"))
+}
+
 /// `listener_<index>_<lb>`, `pool_<index>_<lb>`, `monitor_<index>_<lb>` (upstream's forms).
 pub(crate) fn child(kind: &str, index: usize, load_balancer: &str) -> String {
     cut(format!("{kind}_{index}_{load_balancer}"))

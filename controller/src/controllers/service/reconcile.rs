@@ -13,9 +13,11 @@ use serde_json::{Value, json};
 
 use super::annotations::{self, Settings};
 use super::desired::{self, NodeView, Port, ServiceId, Vip};
-use super::{Error, FINALIZER, Result, ServiceContext, diff, floating, names, wait};
+use super::{
+    Error, FINALIZER, Result, ServiceContext, diff, floating, names, security_group, wait,
+};
 use crate::cloud::load_balancing::LoadBalancing;
-use crate::cloud::octavia::{ACTIVE, Change, LoadBalancer, LoadBalancerSpec};
+use crate::cloud::octavia::{ACTIVE, Change, ERROR, LoadBalancer, LoadBalancerSpec};
 use crate::controllers::addresses::AddressType;
 use crate::controllers::is_ready;
 
@@ -109,7 +111,7 @@ pub(crate) fn node_view(node: &Node) -> NodeView {
     }
 }
 
-fn ports(service: &Service) -> Vec<Port> {
+pub(super) fn ports(service: &Service) -> Vec<Port> {
     let ports = service.spec.as_ref().and_then(|s| s.ports.clone()).unwrap_or_default();
     ports
         .into_iter()
@@ -189,10 +191,24 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
             converge(service, ctx, lb, &spec).await?
         }
         None => match find_ours(ctx.cloud.as_ref(), &spec.name, Foreign::Refuse).await? {
+            Some(lb) if lb.provisioning_status == ERROR => {
+                (recreate(service, ctx, lb, &settings, &spec).await?, true)
+            }
             Some(lb) => converge(service, ctx, lb, &spec).await?,
             None => (create(service, ctx, &spec).await?, true),
         },
     };
+    if ctx.manage_security_groups {
+        let uid = service.metadata.uid.clone().unwrap_or_default();
+        let owner = security_group::Owner {
+            uid: &uid,
+            namespace: &namespace,
+            name: &name,
+            load_balancer: &spec.name,
+        };
+        security_group::ensure(ctx.cloud.as_ref(), owner, &ports(service), &ranges, &backends)
+            .await?;
+    }
     let owned = names::is_ours(&lb.tags);
     let requested = spec_k8s.load_balancer_ip.as_deref().filter(|_| !settings.internal);
     let public = if owned {
@@ -260,6 +276,24 @@ async fn create<L: LoadBalancing>(
         }
     }
     Ok(lb)
+}
+
+/// Our load balancer went to ERROR (Octavia gave up on a create or an update): nothing can
+/// change it any more, so it goes (its floating IP as on delete) and is made again.
+async fn recreate<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    lb: LoadBalancer,
+    settings: &Settings,
+    spec: &LoadBalancerSpec,
+) -> Result<LoadBalancer> {
+    let note = format!("Load balancer {} is in ERROR: deleting it and creating it again", lb.id);
+    ctx.event(service, EventType::Warning, "EnsuringLoadBalancer", note).await;
+    floating::release_all(ctx.cloud.as_ref(), &lb, settings.keep_floating_ip).await?;
+    let doing = format!("deleting load balancer {} (in ERROR)", lb.id);
+    ctx.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
+    wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+    create(service, ctx, spec).await
 }
 
 /// The calls the diff plans, one at a time with ACTIVE between; returns whether any was made.

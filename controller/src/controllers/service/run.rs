@@ -134,6 +134,7 @@ pub(crate) struct Plan {
     defaults: Defaults,
     classes: BTreeMap<String, LbClass>,
     serial: bool,
+    manage_security_groups: bool,
     max_shared_lb: usize,
     concurrency: u16,
 }
@@ -155,20 +156,13 @@ impl Plan {
             tracing::info!("[LoadBalancer] enabled = false: the service controller stays off");
             return Ok(None);
         }
-        if lb.manage_security_groups {
-            // See: issue 15. Said once at start rather than silently ignored.
-            tracing::warn!(
-                "[LoadBalancer] manage-security-groups = true is not implemented yet: no security \
-                 group is made for load balancers; allow their NodePorts in the nodes' own \
-                 security groups"
-            );
-        }
         let defaults = Defaults::from_config(lb).map_err(anyhow::Error::msg)?;
         Ok(Some(Plan {
             cluster,
             defaults,
             classes: config.lb_classes.clone(),
             serial: lb.serial_api_calls,
+            manage_security_groups: lb.manage_security_groups,
             max_shared_lb: usize::try_from(lb.max_shared_lb).unwrap_or(0),
             concurrency: u16::try_from(concurrency).unwrap_or(u16::MAX),
         }))
@@ -193,6 +187,7 @@ impl Plan {
             defaults: self.defaults,
             classes: self.classes,
             serial: self.serial,
+            manage_security_groups: self.manage_security_groups,
             max_shared_lb: self.max_shared_lb,
             wait_limit: super::wait::LIMIT,
             failures: Failures::default(),

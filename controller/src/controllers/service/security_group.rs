@@ -1,0 +1,311 @@
+//! The security group on a Service's member ports (`[LoadBalancer] manage-security-groups`).
+//!
+//! Upstream's name `lb-sg-<uid>-<namespace>-<name>`, tagged with the Service's load-balancer
+//! name and [`names::OWNER_TAG`]. Its ingress rules open each NodePort (`tcp`, `udp`, `sctp`) to
+//! the Service's source ranges (unset: everyone, per address family of the members) and, when
+//! the ranges are restricted, to the member subnets, where the load balancer's own traffic and
+//! health checks come from. It sits on the Neutron ports holding the members' addresses, is
+//! taken off a port whose node left, and goes with the Service. Only groups carrying the owner
+//! tag are ever changed or deleted; a port keeps every other group it has.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::desired::{Backend, Port};
+use super::{Error, Result, names};
+use crate::cloud::security_groups::{MemberPort, RuleSpec, SecurityGroup, SecurityGroups};
+
+/// Which Service the group serves.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Owner<'a> {
+    pub(crate) uid: &'a str,
+    pub(crate) namespace: &'a str,
+    pub(crate) name: &'a str,
+    /// The Service's load-balancer name (its tag).
+    pub(crate) load_balancer: &'a str,
+}
+
+impl Owner<'_> {
+    fn group_name(&self) -> String {
+        names::security_group(self.uid, self.namespace, self.name)
+    }
+}
+
+/// The ingress rules the group should have (egress rules are Neutron's defaults, left alone).
+pub(crate) fn rules(
+    ports: &[Port],
+    source_ranges: &[String],
+    members: &[Backend],
+    member_cidrs: &[String],
+) -> BTreeSet<RuleSpec> {
+    let prefixes: BTreeSet<String> = if source_ranges.is_empty() {
+        let any_v6 = members.iter().any(|m| m.address.contains(':'));
+        let any_v4 = members.iter().any(|m| !m.address.contains(':'));
+        let mut all = BTreeSet::new();
+        if any_v4 || !any_v6 {
+            all.insert("0.0.0.0/0".to_owned());
+        }
+        if any_v6 {
+            all.insert("::/0".to_owned());
+        }
+        all
+    } else {
+        source_ranges.iter().chain(member_cidrs).cloned().collect()
+    };
+    let mut out = BTreeSet::new();
+    for port in ports.iter().filter(|p| p.node_port != 0) {
+        for prefix in &prefixes {
+            out.insert(RuleSpec {
+                direction: "ingress".to_owned(),
+                ethertype: if prefix.contains(':') { "IPv6" } else { "IPv4" }.to_owned(),
+                protocol: Some(port.protocol.to_ascii_lowercase()),
+                port_range_min: Some(port.node_port),
+                port_range_max: Some(port.node_port),
+                remote_ip_prefix: Some(prefix.clone()),
+            });
+        }
+    }
+    out
+}
+
+/// The group exists with exactly [`rules`], on exactly the members' ports.
+pub(crate) async fn ensure<C: SecurityGroups>(
+    cloud: &C,
+    owner: Owner<'_>,
+    ports: &[Port],
+    source_ranges: &[String],
+    members: &[Backend],
+) -> Result<()> {
+    let addresses: Vec<String> = members.iter().map(|m| m.address.clone()).collect();
+    let doing = format!("looking up the ports of {} members", addresses.len());
+    let found = if addresses.is_empty() {
+        Vec::new()
+    } else {
+        cloud.ports_with_ips(&addresses).await.map_err(Error::cloud(doing))?
+    };
+    let by_address = member_ports(members, &found);
+    let member_cidrs = if source_ranges.is_empty() {
+        Vec::new()
+    } else {
+        subnet_cidrs(cloud, &by_address).await?
+    };
+    let group = find_or_create(cloud, owner).await?;
+    let want = rules(ports, source_ranges, members, &member_cidrs);
+    sync_rules(cloud, &group, &want).await?;
+    let wanted: BTreeMap<&str, &MemberPort> =
+        by_address.values().map(|(port, _)| (port.id.as_str(), *port)).collect();
+    for port in wanted.values() {
+        if port.security_groups.contains(&group.id) {
+            continue;
+        }
+        if port.port_security_enabled == Some(false) {
+            tracing::warn!(port = %port.id, group = %group.id,
+                "port security is off on this member port: its security group cannot be set");
+            continue;
+        }
+        let mut groups = port.security_groups.clone();
+        groups.push(group.id.clone());
+        set_groups(cloud, &port.id, &groups, &group).await?;
+    }
+    let doing = format!("listing the ports of security group {}", group.id);
+    let carrying = cloud.ports_in_group(&group.id).await.map_err(Error::cloud(doing))?;
+    for port in carrying.iter().filter(|p| !wanted.contains_key(p.id.as_str())) {
+        take_off(cloud, port, &group).await?;
+    }
+    Ok(())
+}
+
+/// Every group of this Service that is ours: off its ports, then deleted.
+pub(crate) async fn delete<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Result<()> {
+    for group in ours(cloud, &owner.group_name()).await? {
+        let doing = format!("listing the ports of security group {}", group.id);
+        let carrying = cloud.ports_in_group(&group.id).await.map_err(Error::cloud(doing))?;
+        for port in &carrying {
+            take_off(cloud, port, &group).await?;
+        }
+        let doing = format!("deleting security group {}", group.id);
+        match cloud.delete_security_group(&group.id).await {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(source) => return Err(Error::cloud(doing)(source)),
+        }
+        tracing::info!(group = %group.id, "security group deleted");
+    }
+    Ok(())
+}
+
+/// For each member address, the port holding it (and the subnet of that fixed IP); members
+/// without a port are logged and left out.
+fn member_ports<'p>(
+    members: &[Backend],
+    found: &'p [MemberPort],
+) -> BTreeMap<String, (&'p MemberPort, String)> {
+    let mut out = BTreeMap::new();
+    for member in members {
+        let holder = found.iter().find_map(|port| {
+            let fixed = port.fixed_ips.iter().find(|f| f.ip_address == member.address)?;
+            Some((port, fixed.subnet_id.clone()))
+        });
+        match holder {
+            Some(holder) => {
+                out.insert(member.address.clone(), holder);
+            }
+            None => tracing::warn!(node = %member.name, address = %member.address,
+                "no Neutron port holds this member's address: no security group for it"),
+        }
+    }
+    out
+}
+
+async fn subnet_cidrs<C: SecurityGroups>(
+    cloud: &C,
+    by_address: &BTreeMap<String, (&MemberPort, String)>,
+) -> Result<Vec<String>> {
+    let ids: BTreeSet<String> = by_address.values().map(|(_, subnet)| subnet.clone()).collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<String> = ids.into_iter().collect();
+    let doing = format!("looking up member subnets {}", ids.join(", "));
+    let subnets = cloud.subnets(&ids).await.map_err(Error::cloud(doing))?;
+    Ok(subnets.into_iter().map(|s| s.cidr).collect())
+}
+
+async fn ours<C: SecurityGroups>(cloud: &C, name: &str) -> Result<Vec<SecurityGroup>> {
+    let doing = format!("looking up security group {name:?}");
+    let found = cloud.security_groups_named(name).await.map_err(Error::cloud(doing))?;
+    Ok(found.into_iter().filter(|g| names::is_ours(&g.tags)).collect())
+}
+
+async fn find_or_create<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Result<SecurityGroup> {
+    let name = owner.group_name();
+    let mut found = ours(cloud, &name).await?;
+    match found.len() {
+        0 => {}
+        1 => return Ok(found.remove(0)),
+        n => return Err(Error::Invalid(format!("{n} security groups are named {name:?}"))),
+    }
+    let description = format!(
+        "Security group for the members of Service {}/{} (load balancer {})",
+        owner.namespace, owner.name, owner.load_balancer
+    );
+    let tags = [owner.load_balancer.to_owned(), names::OWNER_TAG.to_owned()];
+    let doing = format!("creating security group {name:?}");
+    let group = cloud
+        .create_security_group(&name, &description, &tags)
+        .await
+        .map_err(Error::cloud(doing))?;
+    tracing::info!(group = %group.id, %name, "security group created");
+    Ok(group)
+}
+
+/// Creates the missing ingress rules and deletes the ingress rules nobody asked for.
+async fn sync_rules<C: SecurityGroups>(
+    cloud: &C,
+    group: &SecurityGroup,
+    want: &BTreeSet<RuleSpec>,
+) -> Result<()> {
+    let ingress = group.security_group_rules.iter().filter(|r| r.spec.direction == "ingress");
+    let have: BTreeSet<&RuleSpec> = ingress.clone().map(|r| &r.spec).collect();
+    for rule in ingress.filter(|r| !want.contains(&r.spec)) {
+        let doing = format!("deleting rule {} of security group {}", rule.id, group.id);
+        cloud.delete_rule(&rule.id).await.map_err(Error::cloud(doing))?;
+    }
+    for rule in want.iter().filter(|r| !have.contains(r)) {
+        let doing = format!("adding a rule to security group {}", group.id);
+        cloud.create_rule(&group.id, rule).await.map_err(Error::cloud(doing))?;
+    }
+    Ok(())
+}
+
+async fn take_off<C: SecurityGroups>(
+    cloud: &C,
+    port: &MemberPort,
+    group: &SecurityGroup,
+) -> Result<()> {
+    let groups: Vec<String> =
+        port.security_groups.iter().filter(|g| **g != group.id).cloned().collect();
+    set_groups(cloud, &port.id, &groups, group).await
+}
+
+async fn set_groups<C: SecurityGroups>(
+    cloud: &C,
+    port_id: &str,
+    groups: &[String],
+    group: &SecurityGroup,
+) -> Result<()> {
+    let doing = format!("setting security group {} on port {port_id}", group.id);
+    match cloud.set_port_groups(port_id, groups).await {
+        Ok(()) => Ok(()),
+        // The port went (its server was deleted): nothing left to change.
+        Err(e) if e.is_not_found() => Ok(()),
+        Err(source) => Err(Error::cloud(doing)(source)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(protocol: &str, node_port: u16) -> Port {
+        Port { protocol: protocol.to_owned(), port: 80, node_port }
+    }
+
+    fn member(address: &str) -> Backend {
+        Backend { name: format!("n-{address}"), address: address.to_owned() }
+    }
+
+    fn prefixes(rules: &BTreeSet<RuleSpec>) -> Vec<(String, String, u16, String)> {
+        rules
+            .iter()
+            .map(|r| {
+                (
+                    r.ethertype.clone(),
+                    r.protocol.clone().unwrap(),
+                    r.port_range_min.unwrap(),
+                    r.remote_ip_prefix.clone().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_source_ranges_each_node_port_is_open_to_the_members_families() {
+        let rules = rules(
+            &[port("TCP", 30080), port("UDP", 30053), port("TCP", 0)],
+            &[],
+            &[member("10.0.0.5"), member("fd00::5")],
+            &["10.0.0.0/24".to_owned()],
+        );
+        assert_eq!(
+            prefixes(&rules),
+            [
+                ("IPv4".into(), "tcp".into(), 30080, "0.0.0.0/0".into()),
+                ("IPv4".into(), "udp".into(), 30053, "0.0.0.0/0".into()),
+                ("IPv6".into(), "tcp".into(), 30080, "::/0".into()),
+                ("IPv6".into(), "udp".into(), 30053, "::/0".into()),
+            ]
+        );
+        assert!(
+            rules.iter().all(|r| r.direction == "ingress" && r.port_range_max == r.port_range_min)
+        );
+    }
+
+    #[test]
+    fn source_ranges_also_let_in_the_member_subnet_where_the_load_balancer_speaks_from() {
+        let ranges = ["192.0.2.0/24".to_owned()];
+        let rules = rules(
+            &[port("TCP", 30080)],
+            &ranges,
+            &[member("10.0.0.5")],
+            &["10.0.0.0/24".to_owned()],
+        );
+        let got: Vec<String> = prefixes(&rules).into_iter().map(|p| p.3).collect();
+        assert_eq!(got, ["10.0.0.0/24", "192.0.2.0/24"]);
+    }
+
+    #[test]
+    fn no_members_still_gives_an_ipv4_rule_per_port() {
+        let rules = rules(&[port("SCTP", 30000)], &[], &[], &[]);
+        assert_eq!(prefixes(&rules), [("IPv4".into(), "sctp".into(), 30000, "0.0.0.0/0".into())]);
+    }
+}
