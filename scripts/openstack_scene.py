@@ -280,6 +280,31 @@ class Scene:
             lb = lbapi.get_load_balancer(lb.id)
         return {'id': lb.id, 'name': lb.name, 'provisioning_status': lb.provisioning_status}
 
+    def region_create(self, a):
+        """A region with RegionOne's endpoints, but Octavia's at --load-balancer (a test's
+        proxy): a catalog through which a test can take Octavia away and bring it back."""
+        idn = self.openstack.connect(cloud=self.default(None, 'OPENSTACK_CLOUD_ADMIN',
+                                                        'admin cloud')).identity
+        source = self.default(None, 'OPENSTACK_REGION', 'region')
+        if not any(r.id == a.name for r in idn.regions()):
+            idn.create_region(id=a.name, description='a test region (openstack_scene.py)')
+        have = {(e.service_id, e.interface) for e in idn.endpoints(region_id=a.name)}
+        lb = {s.id for s in idn.services(type='load-balancer')}
+        for e in idn.endpoints(region_id=source):
+            url = a.load_balancer if e.service_id in lb else e.url
+            if (e.service_id, e.interface) not in have:
+                idn.create_endpoint(service_id=e.service_id, interface=e.interface, url=url,
+                                    region_id=a.name)
+        return {'region': a.name}
+
+    def region_delete(self, a):
+        idn = self.openstack.connect(cloud=self.default(None, 'OPENSTACK_CLOUD_ADMIN',
+                                                        'admin cloud')).identity
+        for e in idn.endpoints(region_id=a.name):
+            idn.delete_endpoint(e)
+        idn.delete_region(a.name, ignore_missing=True)
+        return {'region': a.name, 'deleted': True}
+
     def loadbalancer_delete(self, a):
         self.conn.load_balancer.delete_load_balancer(a.id, cascade=True, ignore_missing=False)
         return {'id': a.id, 'deleted': True}
@@ -392,6 +417,12 @@ def parse(argv):
     s.add_argument('--name', required=True)
     s = sub.add_parser('loadbalancer-delete', help='delete a load balancer (cascade)')
     s.add_argument('id')
+    s = sub.add_parser('region-create',
+                       help="a region with the stack's endpoints but Octavia's at --load-balancer")
+    s.add_argument('--name', required=True)
+    s.add_argument('--load-balancer', required=True, metavar='URL')
+    s = sub.add_parser('region-delete', help='delete a region and its endpoints')
+    s.add_argument('--name', required=True)
     s = sub.add_parser('loadbalancer-list', help='Octavia load balancers with their trees')
     s.add_argument('--name', help='exact name')
     return p.parse_args(argv)
@@ -417,6 +448,8 @@ def main(argv=None):
         'loadbalancer-create': scene.loadbalancer_create,
         'loadbalancer-delete': scene.loadbalancer_delete,
         'loadbalancer-list': scene.loadbalancer_list,
+        'region-create': scene.region_create,
+        'region-delete': scene.region_delete,
     }
     try:
         result = commands[a.cmd](a)

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use testkit::kube::{NodeFixture, load_balancer_service};
 use testkit::stack::StackEnv;
 
+use crate::proxy::OctaviaFront;
 use crate::support::{Process, scene, start_ccm};
 
 /// Long enough for a few of the controller's retries (its backoff starts at 5 s) on a loaded stack.
@@ -516,4 +517,50 @@ async fn manage_security_groups_guards_the_members_ports_and_leaves_nothing_behi
     for port in [id_a, id_b] {
         scene(&env, &["port-delete", port]).await;
     }
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn octavia_gone_mid_reconcile_and_back_converges_without_a_duplicate() {
+    let env = StackEnv::load();
+    // A region of its own whose catalog sends Octavia calls through the front.
+    let front = OctaviaFront::start(env["OPENSTACK_LOADBALANCER_URL"].to_owned()).await;
+    let region = format!("OctaviaFront{}", std::process::id());
+    scene(&env, &["region-create", "--name", &region, "--load-balancer", &front.url]).await;
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("flaky-a", "10.0.0.121"));
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "flaky", &[(80, 30095)]));
+    let cluster = format!("flaky{}", std::process::id());
+    let conf = format!(
+        "[Global]\nauth-url = {}\napplication-credential-id = {}\napplication-credential-secret = \
+         {}\nregion = {region}\n\n[LoadBalancer]\nsubnet-id = {}\n",
+        env["OPENSTACK_AUTH_URL"],
+        env["OPENSTACK_APPCRED_ID"],
+        env["OPENSTACK_APPCRED_SECRET"],
+        env["OPENSTACK_INTERNAL_SUBNET_ID"]
+    );
+    let cluster_flag = format!("--cluster-name={cluster}");
+    let flags = ["--controllers=service", &cluster_flag, "--leader-elect=false"];
+    let (process, _port, _dir) = start_ccm(&fake, &conf, &flags);
+    let name = format!("kube_service_{cluster}_shop_flaky");
+
+    // The create goes through, then Octavia is gone while the controller waits for ACTIVE.
+    until("the create through the front", &process, async || front.is_down().then_some(())).await;
+    process.wait_line("load balancer sync failed", WAIT).await;
+    front.resume();
+    let ingress = until("ingress on the Service", &process, async || {
+        let svc = fake.get("v1", "services", "shop", "flaky")?;
+        svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
+    })
+    .await;
+    let lbs = lb_list(&env, &name).await;
+    let [lb] = lbs.as_array().unwrap().as_slice() else {
+        panic!("exactly one load balancer named {name}: {lbs}\n{}", process.log())
+    };
+    assert_eq!(lb["vip_address"], ingress.as_str());
+    assert_eq!(lb["pools"][0]["members"], json!(["10.0.0.121:30095"]));
+
+    delete_service(&fake, &process, "shop", "flaky").await;
+    assert_eq!(lb_list(&env, &name).await, json!([]), "left behind:\n{}", process.log());
+    scene(&env, &["region-delete", "--name", &region]).await;
 }
