@@ -280,6 +280,15 @@ class Scene:
             lb = lbapi.get_load_balancer(lb.id)
         return {'id': lb.id, 'name': lb.name, 'provisioning_status': lb.provisioning_status}
 
+    def member_delete(self, a):
+        """Deletes a pool's member by address, as a user editing Octavia by hand would."""
+        lbapi = self.conn.load_balancer
+        member = next((m for m in lbapi.members(a.pool) if m.address == a.address), None)
+        if member is None:
+            fail('no member %s in pool %s' % (a.address, a.pool))
+        lbapi.delete_member(member, a.pool)
+        return {'id': member.id, 'deleted': True}
+
     def region_create(self, a):
         """A region with RegionOne's endpoints, but Octavia's at --load-balancer (a test's
         proxy): a catalog through which a test can take Octavia away and bring it back."""
@@ -417,6 +426,9 @@ def parse(argv):
     s.add_argument('--name', required=True)
     s = sub.add_parser('loadbalancer-delete', help='delete a load balancer (cascade)')
     s.add_argument('id')
+    s = sub.add_parser('member-delete', help="delete a pool's member by address")
+    s.add_argument('--pool', required=True)
+    s.add_argument('--address', required=True)
     s = sub.add_parser('region-create',
                        help="a region with the stack's endpoints but Octavia's at --load-balancer")
     s.add_argument('--name', required=True)
@@ -448,6 +460,7 @@ def main(argv=None):
         'loadbalancer-create': scene.loadbalancer_create,
         'loadbalancer-delete': scene.loadbalancer_delete,
         'loadbalancer-list': scene.loadbalancer_list,
+        'member-delete': scene.member_delete,
         'region-create': scene.region_create,
         'region-delete': scene.region_delete,
     }

@@ -66,6 +66,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         use_service_account_credentials: _,
         concurrent_node_syncs,
         concurrent_service_syncs,
+        load_balancer_resync_period,
         node_status_update_frequency,
         node_monitor_period,
         kube_api_qps,
@@ -93,6 +94,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         &loaded.config,
         cluster_name,
         concurrent_service_syncs,
+        load_balancer_resync_period,
     )?;
     spawn_credentials(&mut tasks, loaded, &client, &cloud);
     let settings = leader_elect.then_some(leader::Settings {

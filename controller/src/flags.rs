@@ -107,6 +107,13 @@ pub struct Flags {
     #[arg(long = "concurrent-service-syncs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) concurrent_service_syncs: u32,
 
+    /// Period after which a converged Service's load balancer is checked again.
+    ///
+    /// While neither the Service, its nodes nor the load balancer changed, a check is one
+    /// Octavia read; every 6th check reads the whole tree, floating IP and security group.
+    #[arg(long = "load-balancer-resync-period", value_name = "DURATION", default_value = "10m", value_parser = go_duration)]
+    pub(crate) load_balancer_resync_period: Duration,
+
     /// Period of the address refresh of all nodes (one server list per period).
     #[arg(long = "node-status-update-frequency", value_name = "DURATION", default_value = "5m", value_parser = go_duration)]
     pub(crate) node_status_update_frequency: Duration,

@@ -114,6 +114,18 @@ pub(crate) fn start_ccm(
     (Process::start(&args), port, dir)
 }
 
+/// `occm_openstack_api_requests_total` of `service` and `operation`, all results summed, from
+/// the binary's /metrics on `port`.
+pub(crate) async fn requests(port: u16, service: &str, operation: &str) -> u64 {
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    let text = https().get(url).send().await.unwrap().text().await.unwrap();
+    let labels = format!("{{service=\"{service}\",operation=\"{operation}\",");
+    text.lines()
+        .filter(|l| l.starts_with("occm_openstack_api_requests_total") && l.contains(&labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// An HTTPS client that accepts the self-signed serving certificate.
 pub(crate) fn https() -> reqwest::Client {
     reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap()

@@ -17,6 +17,8 @@ pub(crate) struct LoadBalancer {
     pub(crate) provisioning_status: String,
     pub(crate) operating_status: String,
     pub(crate) tags: Vec<String>,
+    /// Moves whenever Octavia changes the load balancer or anything under it.
+    pub(crate) updated_at: Option<String>,
     pub(crate) listeners: Vec<IdRef>,
     pub(crate) pools: Vec<IdRef>,
 }

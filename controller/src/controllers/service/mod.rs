@@ -9,6 +9,7 @@
 
 pub(crate) mod annotations;
 mod cleanup;
+pub(crate) mod converged;
 pub(crate) mod desired;
 pub(crate) mod diff;
 pub(crate) mod floating;
@@ -105,6 +106,10 @@ pub(crate) struct ServiceContext<L> {
     pub(crate) wait_limit: std::time::Duration,
     /// Failures in a row per Service, for the backoff.
     pub(crate) failures: run::Failures,
+    /// `--load-balancer-resync-period`: a converged Service is checked again after this long.
+    pub(crate) resync: std::time::Duration,
+    /// What the last full reconcile of each Service left (the resync's read cache).
+    pub(crate) converged: converged::Converged,
 }
 
 impl<L> std::fmt::Debug for ServiceContext<L> {

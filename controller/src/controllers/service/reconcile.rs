@@ -2,7 +2,6 @@
 //! the Service's status) or clean up (everything ours gone, then the finalizer).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::ResourceExt;
@@ -14,7 +13,8 @@ use serde_json::{Value, json};
 use super::annotations::{self, Settings};
 use super::desired::{self, NodeView, Port, ServiceId, Vip};
 use super::{
-    Error, FINALIZER, Result, ServiceContext, diff, floating, names, security_group, wait,
+    Error, FINALIZER, Result, ServiceContext, converged, diff, floating, names, security_group,
+    wait,
 };
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{ACTIVE, Change, ERROR, LoadBalancer, LoadBalancerSpec};
@@ -23,8 +23,6 @@ use crate::controllers::is_ready;
 
 /// The `spec.loadBalancerClass` this controller serves besides "unset".
 pub(crate) const LOAD_BALANCER_CLASS: &str = "openstack.org/octavia";
-/// A converged Service is checked again after this long (Octavia may drift: a user's edit).
-pub(crate) const RESYNC: Duration = Duration::from_secs(600);
 
 /// Ensures or cleans up `service`'s load balancer.
 pub(crate) async fn reconcile<L: LoadBalancing>(
@@ -34,9 +32,10 @@ pub(crate) async fn reconcile<L: LoadBalancing>(
     if wants_load_balancer(&service) {
         add_finalizer(&service, &ctx).await?;
         ensure(&service, &ctx).await?;
-        return Ok(Action::requeue(RESYNC));
+        return Ok(Action::requeue(ctx.resync));
     }
     if service.finalizers().iter().any(|f| f == FINALIZER) {
+        ctx.converged.forget(&super::run::key(&service));
         super::cleanup::cleanup(&service, &ctx).await?;
         remove_finalizer(&service, &ctx).await?;
     }
@@ -172,45 +171,63 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     let nodes: Vec<NodeView> = ctx.nodes.state().iter().map(|n| node_view(n)).collect();
     let backends = desired::backends(&nodes, &settings);
     let spec_k8s = service.spec.clone().unwrap_or_default();
-    let mut vip = Vip {
+    let vip = Vip {
         port_id: settings.port_id.clone(),
         subnet_id: settings.subnet_id.clone(),
         network_id: settings.network_id.clone(),
         address: spec_k8s.load_balancer_ip.clone().filter(|_| settings.internal),
     };
-    if vip.port_id.is_none() && vip.subnet_id.is_none() && vip.network_id.is_none() {
-        vip.subnet_id = node_subnet(ctx, &backends).await?;
-    }
     let ranges = spec_k8s.load_balancer_source_ranges.clone().unwrap_or_default();
-    let spec = desired::load_balancer(&id, &ports(service), &backends, &ranges, &settings, &vip)
+    let ports = ports(service);
+    let spec = desired::load_balancer(&id, &ports, &backends, &ranges, &settings, &vip)
         .map_err(Error::Invalid)?;
-    let (lb, changed) = match &settings.load_balancer_id {
+    let requested = spec_k8s.load_balancer_ip.as_deref().filter(|_| !settings.internal);
+    let uid = service.metadata.uid.clone().unwrap_or_default();
+    let key = super::run::key(service);
+    let fingerprint = converged::fingerprint(&(
+        &spec,
+        &settings,
+        requested,
+        &ranges,
+        &ports,
+        &backends,
+        &uid,
+        ctx.manage_security_groups,
+    ));
+    let found = match &settings.load_balancer_id {
         Some(shared) => {
             let doing = format!("looking up load balancer {shared}");
-            let lb = ctx.cloud.load_balancer(shared).await.map_err(Error::cloud(doing))?;
-            converge(service, ctx, lb, &spec).await?
+            Some(ctx.cloud.load_balancer(shared).await.map_err(Error::cloud(doing))?)
         }
-        None => match find_ours(ctx.cloud.as_ref(), &spec.name, Foreign::Refuse).await? {
-            Some(lb) if lb.provisioning_status == ERROR => {
-                (recreate(service, ctx, lb, &settings, &spec).await?, true)
-            }
-            Some(lb) => converge(service, ctx, lb, &spec).await?,
-            None => (create(service, ctx, &spec).await?, true),
-        },
+        None => find_ours(ctx.cloud.as_ref(), &spec.name, Foreign::Refuse).await?,
+    };
+    if let Some(lb) = &found
+        && let Some(address) = ctx.converged.unchanged(&key, fingerprint, lb)
+    {
+        // Nothing changed on either side since the last full reconcile: one read was enough.
+        return set_ingress(service, ctx, &settings, &address).await;
+    }
+    let (lb, changed) = match found {
+        Some(lb) if lb.provisioning_status == ERROR && settings.load_balancer_id.is_none() => {
+            let spec = with_vip(ctx, spec.clone(), &backends).await?;
+            (recreate(service, ctx, lb, &settings, &spec).await?, true)
+        }
+        Some(lb) => converge(service, ctx, lb, &spec).await?,
+        None => {
+            let spec = with_vip(ctx, spec.clone(), &backends).await?;
+            (create(service, ctx, &spec).await?, true)
+        }
     };
     if ctx.manage_security_groups {
-        let uid = service.metadata.uid.clone().unwrap_or_default();
         let owner = security_group::Owner {
             uid: &uid,
             namespace: &namespace,
             name: &name,
             load_balancer: &spec.name,
         };
-        security_group::ensure(ctx.cloud.as_ref(), owner, &ports(service), &ranges, &backends)
-            .await?;
+        security_group::ensure(ctx.cloud.as_ref(), owner, &ports, &ranges, &backends).await?;
     }
     let owned = names::is_ours(&lb.tags);
-    let requested = spec_k8s.load_balancer_ip.as_deref().filter(|_| !settings.internal);
     let public = if owned {
         floating::ensure(ctx.cloud.as_ref(), &lb, &settings, requested).await?
     } else {
@@ -225,7 +242,21 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     for (key, why) in &settings.ignored {
         tracing::warn!(service = %name, annotation = %key, reason = why, "annotation ignored");
     }
+    ctx.converged.record(key, fingerprint, &lb, &address);
     Ok(())
+}
+
+/// `spec` with a VIP network: without `subnet-id`, `network-id` or `port-id`, the subnet of the
+/// first member (only a create needs it, so a resync does not look it up).
+async fn with_vip<L: LoadBalancing>(
+    ctx: &ServiceContext<L>,
+    mut spec: LoadBalancerSpec,
+    backends: &[desired::Backend],
+) -> Result<LoadBalancerSpec> {
+    if spec.vip_port_id.is_none() && spec.vip_subnet_id.is_none() && spec.vip_network_id.is_none() {
+        spec.vip_subnet_id = node_subnet(ctx, backends).await?;
+    }
+    Ok(spec)
 }
 
 /// No VIP network configured: the subnet of the first member's InternalIP, as upstream finds it.

@@ -50,7 +50,7 @@ impl Failures {
 }
 
 /// `namespace/name`: what [`Failures`] counts by.
-fn key(service: &Service) -> String {
+pub(super) fn key(service: &Service) -> String {
     format!("{}/{}", service.namespace().unwrap_or_default(), service.name_any())
 }
 
@@ -78,6 +78,9 @@ async fn reconcile_and_report<L: LoadBalancing>(
 ) -> Result<Action, Error> {
     let key = key(&service);
     let result = reconcile(service.clone(), ctx.clone()).await;
+    if result.is_err() {
+        ctx.converged.forget(&key);
+    }
     let failures = ctx.failures.record(key, result.is_err());
     match &result {
         Ok(_) => ctx.metrics.reconcile(ControllerName::Service, "ok"),
@@ -137,6 +140,7 @@ pub(crate) struct Plan {
     manage_security_groups: bool,
     max_shared_lb: usize,
     concurrency: u16,
+    resync: Duration,
 }
 
 impl Plan {
@@ -147,6 +151,7 @@ impl Plan {
         config: &Config,
         cluster: String,
         concurrency: u32,
+        resync: Duration,
     ) -> anyhow::Result<Option<Plan>> {
         if !enabled {
             return Ok(None);
@@ -165,6 +170,7 @@ impl Plan {
             manage_security_groups: lb.manage_security_groups,
             max_shared_lb: usize::try_from(lb.max_shared_lb).unwrap_or(0),
             concurrency: u16::try_from(concurrency).unwrap_or(u16::MAX),
+            resync,
         }))
     }
 
@@ -191,6 +197,8 @@ impl Plan {
             max_shared_lb: self.max_shared_lb,
             wait_limit: super::wait::LIMIT,
             failures: Failures::default(),
+            resync: self.resync,
+            converged: super::converged::Converged::default(),
         };
         (Arc::new(ctx), self.concurrency)
     }
