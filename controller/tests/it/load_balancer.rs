@@ -99,6 +99,20 @@ async fn lb_list(env: &StackEnv, name: &str) -> Value {
     scene(env, &["loadbalancer-list", "--name", name]).await
 }
 
+/// Waits for the Service's `status.loadBalancer.ingress[0].ip`.
+async fn ingress_ip(
+    fake: &FakeApiServer,
+    process: &Process,
+    namespace: &str,
+    name: &str,
+) -> String {
+    until(&format!("ingress on Service {namespace}/{name}"), process, async || {
+        let svc = fake.get("v1", "services", namespace, name)?;
+        svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
+    })
+    .await
+}
+
 /// Deletes the Service and waits until the controller let it go (its finalizer removed).
 async fn delete_service(fake: &FakeApiServer, process: &Process, namespace: &str, name: &str) {
     fake.delete("v1", "services", namespace, name);
@@ -128,11 +142,7 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
     let name = format!("kube_service_{cluster}_shop_web");
     let lb_list = || lb_list(&env, &name);
 
-    let ingress = until("ingress on the Service", &process, async || {
-        let svc = fake.get("v1", "services", "shop", "web")?;
-        svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
-    })
-    .await;
+    let ingress = ingress_ip(&fake, &process, "shop", "web").await;
     let svc = fake.get("v1", "services", "shop", "web").unwrap();
     assert_eq!(svc["metadata"]["finalizers"], json!([FINALIZER]));
     let lbs = lb_list().await;
@@ -564,11 +574,7 @@ async fn octavia_gone_mid_reconcile_and_back_converges_without_a_duplicate() {
     until("the create through the front", &process, async || front.is_down().then_some(())).await;
     process.wait_line("load balancer sync failed", WAIT).await;
     front.resume();
-    let ingress = until("ingress on the Service", &process, async || {
-        let svc = fake.get("v1", "services", "shop", "flaky")?;
-        svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
-    })
-    .await;
+    let ingress = ingress_ip(&fake, &process, "shop", "flaky").await;
     let lbs = lb_list(&env, &name).await;
     let [lb] = lbs.as_array().unwrap().as_slice() else {
         panic!("exactly one load balancer named {name}: {lbs}\n{}", process.log())
@@ -595,11 +601,7 @@ async fn an_unchanged_service_costs_one_read_per_resync_and_a_hand_edit_is_still
     let (process, cluster, port, _dir) =
         start_with_flags(&env, &fake, cloud, "steady", &lb, &flags);
     let name = format!("kube_service_{cluster}_shop_steady");
-    until("ingress on the Service", &process, async || {
-        let svc = fake.get("v1", "services", "shop", "steady")?;
-        svc.pointer("/status/loadBalancer/ingress/0/ip").map(drop)
-    })
-    .await;
+    ingress_ip(&fake, &process, "shop", "steady").await;
     let count = async |operation: &str| requests(port, "load-balancer", operation).await;
 
     // Resyncs of a Service where nothing changed: each is one lookup by name, no tree read.
