@@ -289,11 +289,28 @@ class Scene:
         lbapi.delete_member(member, a.pool)
         return {'id': member.id, 'deleted': True}
 
+    def admin(self):
+        return self.openstack.connect(cloud=self.default(None, 'OPENSTACK_CLOUD_ADMIN',
+                                                         'admin cloud'))
+
+    def network_share(self, a):
+        """Shares a network with the project (as admin): its subnets become visible to the
+        project's users, which Neutron otherwise hides on an external network."""
+        net = self.network(a.network)
+        project = self.conn.current_project_id
+        policy = self.admin().network.create_rbac_policy(
+            object_type='network', object_id=net.id, action='access_as_shared',
+            target_project_id=project)
+        return {'id': policy.id, 'network_id': net.id, 'project_id': project}
+
+    def rbac_delete(self, a):
+        self.admin().network.delete_rbac_policy(a.id, ignore_missing=False)
+        return {'id': a.id, 'deleted': True}
+
     def region_create(self, a):
         """A region with RegionOne's endpoints, but Octavia's at --load-balancer (a test's
         proxy): a catalog through which a test can take Octavia away and bring it back."""
-        idn = self.openstack.connect(cloud=self.default(None, 'OPENSTACK_CLOUD_ADMIN',
-                                                        'admin cloud')).identity
+        idn = self.admin().identity
         source = self.default(None, 'OPENSTACK_REGION', 'region')
         if not any(r.id == a.name for r in idn.regions()):
             idn.create_region(id=a.name, description='a test region (openstack_scene.py)')
@@ -307,8 +324,7 @@ class Scene:
         return {'region': a.name}
 
     def region_delete(self, a):
-        idn = self.openstack.connect(cloud=self.default(None, 'OPENSTACK_CLOUD_ADMIN',
-                                                        'admin cloud')).identity
+        idn = self.admin().identity
         for e in idn.endpoints(region_id=a.name):
             idn.delete_endpoint(e)
         idn.delete_region(a.name, ignore_missing=True)
@@ -429,6 +445,10 @@ def parse(argv):
     s = sub.add_parser('member-delete', help="delete a pool's member by address")
     s.add_argument('--pool', required=True)
     s.add_argument('--address', required=True)
+    s = sub.add_parser('network-share', help='share a network with the project (as admin)')
+    s.add_argument('--network', required=True, help='name or ID')
+    s = sub.add_parser('rbac-delete', help='delete an RBAC policy (as admin)')
+    s.add_argument('id')
     s = sub.add_parser('region-create',
                        help="a region with the stack's endpoints but Octavia's at --load-balancer")
     s.add_argument('--name', required=True)
@@ -461,6 +481,8 @@ def main(argv=None):
         'loadbalancer-delete': scene.loadbalancer_delete,
         'loadbalancer-list': scene.loadbalancer_list,
         'member-delete': scene.member_delete,
+        'network-share': scene.network_share,
+        'rbac-delete': scene.rbac_delete,
         'region-create': scene.region_create,
         'region-delete': scene.region_delete,
     }

@@ -50,6 +50,32 @@ pub(crate) async fn list(
     Ok(root.floatingips)
 }
 
+/// A subnet of a floating network (the `floating-subnet` match reads its name).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct NamedSubnet {
+    pub(crate) id: String,
+    pub(crate) name: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SubnetsRoot {
+    subnets: Vec<NamedSubnet>,
+}
+
+/// The subnets of `network_id`, narrowed by a Neutron tag filter (`tags-any=a,b`, …).
+pub(crate) async fn subnets(
+    session: &Session,
+    network_id: &str,
+    tag_filter: Option<(&str, &str)>,
+) -> Result<Vec<NamedSubnet>, osauth::Error> {
+    let mut query = vec![("network_id", network_id), ("fields", "id"), ("fields", "name")];
+    query.extend(tag_filter);
+    let root: SubnetsRoot = session.get(NETWORK, &["subnets"]).query(&query).fetch().await?;
+    Ok(root.subnets)
+}
+
 /// Allocates one on `spec.port_id`, then tags it (Neutron takes tags only after create).
 pub(crate) async fn create(
     session: &Session,

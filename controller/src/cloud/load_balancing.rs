@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::floating_ips::{self, FloatingIp, FloatingIpSpec};
+use super::floating_ips::{self, FloatingIp, FloatingIpSpec, NamedSubnet};
 use super::octavia::{self, Change, LoadBalancer, LoadBalancerSpec, Tree};
 use super::security_groups::SecurityGroups;
 use super::{OpenStack, Result};
@@ -51,6 +51,12 @@ pub(crate) trait LoadBalancing: SecurityGroups + Send + Sync + 'static {
         id: &str,
         port_id: Option<&str>,
     ) -> impl Future<Output = Result<()>> + Send;
+    /// The subnets of a floating network, narrowed by a Neutron tag filter.
+    fn floating_subnets(
+        &self,
+        network_id: &str,
+        tag_filter: Option<(&'static str, String)>,
+    ) -> impl Future<Output = Result<Vec<NamedSubnet>>> + Send;
     /// Releases a floating IP.
     fn delete_floating_ip(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
     /// The subnet of the port holding fixed IP `address` (a node's), if any.
@@ -144,6 +150,22 @@ impl LoadBalancing for OpenStack {
         let what = format!("floating IP {id}");
         self.call("network", "floatingip_update", &what, |s| async move {
             floating_ips::set_port(&s, id, port_id).await
+        })
+        .await
+    }
+
+    async fn floating_subnets(
+        &self,
+        network_id: &str,
+        tag_filter: Option<(&'static str, String)>,
+    ) -> Result<Vec<NamedSubnet>> {
+        let what = format!("the subnets of network {network_id}");
+        self.call("network", "subnet_list", &what, |s| {
+            let tag_filter = tag_filter.clone();
+            async move {
+                let filter = tag_filter.as_ref().map(|(k, v)| (*k, v.as_str()));
+                floating_ips::subnets(&s, network_id, filter).await
+            }
         })
         .await
     }

@@ -180,6 +180,10 @@ pub(crate) struct LoadBalancer {
     pub(crate) node_selector: Option<String>,
     /// `provider-requires-serial-api-calls`.
     pub(crate) serial_api_calls: bool,
+    /// `enable-ingress-hostname`.
+    pub(crate) enable_ingress_hostname: bool,
+    /// `ingress-hostname-suffix`.
+    pub(crate) ingress_hostname_suffix: String,
 }
 
 /// Which subnet of the floating network a floating IP comes from.
@@ -366,6 +370,9 @@ impl Config {
                 flavor_id: text(v, "LoadBalancer", "flavor-id"),
                 availability_zone: text(v, "LoadBalancer", "availability-zone"),
                 node_selector: text(v, "LoadBalancer", "node-selector"),
+                enable_ingress_hostname: flag(v, "LoadBalancer", "enable-ingress-hostname", false),
+                ingress_hostname_suffix: text(v, "LoadBalancer", "ingress-hostname-suffix")
+                    .unwrap_or_else(|| "nip.io".into()),
                 serial_api_calls: flag(
                     v,
                     "LoadBalancer",

@@ -625,3 +625,43 @@ async fn an_unchanged_service_costs_one_read_per_resync_and_a_hand_edit_is_still
     assert!(count("loadbalancer_tree").await > trees);
     delete_service(&fake, &process, "shop", "steady").await;
 }
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn a_floating_subnet_pattern_picks_the_subnet_or_says_that_none_matches() {
+    let env = StackEnv::load();
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("fsub-a", "10.0.0.141"));
+    let mut service = load_balancer_service("shop", "fsub", &[(80, 30097)]);
+    service["metadata"]["annotations"] =
+        json!({"loadbalancer.openstack.org/floating-subnet": "no-such-*"});
+    fake.create("v1", "services", "shop", service);
+    let lb = format!(
+        "subnet-id = {}\nfloating-network-id = {}\n",
+        env["OPENSTACK_INTERNAL_SUBNET_ID"], env["OPENSTACK_EXTERNAL_NETWORK_ID"]
+    );
+    let (process, _cluster, _dir) =
+        start_with(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "fsub", &lb);
+    process.wait_line("no subnet of floating network", WAIT).await;
+    until("the SyncLoadBalancerFailed event", &process, async || {
+        reasons(&fake).iter().any(|r| r == "SyncLoadBalancerFailed").then_some(())
+    })
+    .await;
+
+    // Neutron shows an external network's subnets to a project only when the network is
+    // shared with it; then a regular expression matches the stack's ccm-external-subnet.
+    let external = &env["OPENSTACK_EXTERNAL_NETWORK_ID"];
+    let shared = scene(&env, &["network-share", "--network", external]).await;
+    let fix = json!({"metadata": {"annotations": {
+        "loadbalancer.openstack.org/floating-subnet": "~ccm-ext.*-subnet"}}});
+    fake.patch("v1", "services", "shop", "fsub", fix);
+    let address = ingress_ip(&fake, &process, "shop", "fsub").await;
+    assert!(address.starts_with("203.0.113."), "not from the external subnet: {address}");
+    delete_service(&fake, &process, "shop", "fsub").await;
+    let fips = scene(&env, &["floating-ip-list"]).await;
+    assert!(
+        !fips.as_array().unwrap().iter().any(|f| f["floating_ip_address"] == address.as_str()),
+        "the floating IP was not released"
+    );
+    scene(&env, &["rbac-delete", shared["id"].as_str().unwrap()]).await;
+}

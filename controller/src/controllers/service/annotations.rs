@@ -26,9 +26,9 @@ pub(crate) const ANNOTATIONS: &[(&str, Support)] = &[
     ("class", Support::Applied),
     ("connection-limit", Support::Applied),
     ("floating-network-id", Support::Applied),
-    ("floating-subnet", Support::Ignored("not implemented yet: give floating-subnet-id")),
+    ("floating-subnet", Support::Applied),
     ("floating-subnet-id", Support::Applied),
-    ("floating-subnet-tags", Support::Ignored("not implemented yet: give floating-subnet-id")),
+    ("floating-subnet-tags", Support::Applied),
     ("keep-floatingip", Support::Applied),
     ("port-id", Support::Applied),
     ("subnet-id", Support::Applied),
@@ -75,9 +75,15 @@ pub(crate) struct Defaults {
     pub(crate) member_subnet_id: Option<String>,
     pub(crate) floating_network_id: Option<String>,
     pub(crate) floating_subnet: FloatingSubnet,
+    /// The Service's `[LoadBalancerClass]` set the floating subnet: annotations cannot change it.
+    pub(crate) floating_subnet_by_class: bool,
     pub(crate) flavor_id: Option<String>,
     pub(crate) availability_zone: Option<String>,
     pub(crate) node_selector: BTreeMap<String, String>,
+    /// `lb-provider` (upstream sends it on every create).
+    pub(crate) provider: String,
+    /// `enable-ingress-hostname`: a PROXY-protocol Service's ingress is `<ip>.<suffix>`.
+    pub(crate) ingress_hostname_suffix: Option<String>,
 }
 
 impl Defaults {
@@ -108,6 +114,11 @@ impl Defaults {
             member_subnet_id: lb.member_subnet_id.clone(),
             floating_network_id: lb.floating_network_id.clone(),
             floating_subnet: lb.floating_subnet.clone(),
+            floating_subnet_by_class: false,
+            provider: lb.lb_provider.clone(),
+            ingress_hostname_suffix: lb
+                .enable_ingress_hostname
+                .then(|| lb.ingress_hostname_suffix.clone()),
             flavor_id: lb.flavor_id.clone(),
             availability_zone: lb.availability_zone.clone(),
             node_selector,
@@ -153,6 +164,10 @@ pub(crate) struct Settings {
     pub(crate) flavor_id: Option<String>,
     pub(crate) availability_zone: Option<String>,
     pub(crate) hostname: Option<String>,
+    /// `<suffix>` of a PROXY-protocol Service's `<ip>.<suffix>` ingress hostname.
+    pub(crate) ingress_hostname_suffix: Option<String>,
+    /// `lb-provider`.
+    pub(crate) provider: String,
     pub(crate) load_balancer_id: Option<String>,
     pub(crate) node_selector: BTreeMap<String, String>,
     /// `PROXY` or `PROXYV2` pools instead of the listener's protocol.
@@ -226,15 +241,17 @@ pub(crate) fn settings(
         member_subnet_id: read.text("member-subnet-id").or(base.member_subnet_id),
         port_id: read.text("port-id"),
         floating_network_id: read.text("floating-network-id").or(base.floating_network_id),
-        floating_subnet: FloatingSubnet {
-            id: read.text("floating-subnet-id").or(base.floating_subnet.id),
-            pattern: read.text("floating-subnet").or(base.floating_subnet.pattern),
-            tags: read.text("floating-subnet-tags").or(base.floating_subnet.tags),
-        },
+        floating_subnet: floating_subnet(
+            &mut read,
+            base.floating_subnet,
+            base.floating_subnet_by_class,
+        ),
         keep_floating_ip: read.bool("keep-floatingip").unwrap_or(false),
         flavor_id: read.text("flavor-id").or(base.flavor_id),
         availability_zone: read.text("availability-zone").or(base.availability_zone),
         hostname: read.text("hostname"),
+        ingress_hostname_suffix: base.ingress_hostname_suffix.clone(),
+        provider: base.provider.clone(),
         load_balancer_id: read.text("load-balancer-id"),
         node_selector,
         proxy_protocol,
@@ -266,6 +283,25 @@ pub(crate) fn settings_for_cleanup(
 /// Octavia's `lb_algorithm` values.
 const LB_METHODS: &[&str] = &["ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"];
 
+/// The floating subnet as upstream chooses it, each source as a whole: the class's if it sets
+/// one, else the annotations' if any is given, else the config's. A bad pattern is an error.
+fn floating_subnet(read: &mut Reader<'_>, base: FloatingSubnet, by_class: bool) -> FloatingSubnet {
+    let given = FloatingSubnet {
+        id: read.text("floating-subnet-id"),
+        pattern: read.text("floating-subnet"),
+        tags: read.text("floating-subnet-tags"),
+    };
+    let chosen = if by_class || !is_set(&given) { base } else { given };
+    if let Err(error) = super::floating_subnet::Matcher::new(&chosen) {
+        read.errors.push(error);
+    }
+    chosen
+}
+
+fn is_set(spec: &FloatingSubnet) -> bool {
+    spec.id.is_some() || spec.pattern.is_some() || spec.tags.is_some()
+}
+
 fn apply_class(base: &mut Defaults, class: &Class) {
     let set = |target: &mut Option<String>, value: &Option<String>| {
         if value.is_some() {
@@ -273,9 +309,10 @@ fn apply_class(base: &mut Defaults, class: &Class) {
         }
     };
     set(&mut base.floating_network_id, &class.floating_network_id);
-    set(&mut base.floating_subnet.id, &class.floating_subnet.id);
-    set(&mut base.floating_subnet.pattern, &class.floating_subnet.pattern);
-    set(&mut base.floating_subnet.tags, &class.floating_subnet.tags);
+    if is_set(&class.floating_subnet) {
+        base.floating_subnet.clone_from(&class.floating_subnet);
+        base.floating_subnet_by_class = true;
+    }
     set(&mut base.network_id, &class.network_id);
     set(&mut base.subnet_id, &class.subnet_id);
     set(&mut base.member_subnet_id, &class.member_subnet_id);

@@ -94,7 +94,7 @@ pub(crate) fn load_balancer(
         vip_subnet_id: vip.port_id.is_none().then(|| vip.subnet_id.clone()).flatten(),
         vip_network_id: vip.port_id.is_none().then(|| vip.network_id.clone()).flatten(),
         vip_address: vip.address.clone(),
-        provider: None,
+        provider: Some(settings.provider.clone()).filter(|p| !p.is_empty()),
         flavor_id: settings.flavor_id.clone(),
         availability_zone: settings.availability_zone.clone(),
         listeners,

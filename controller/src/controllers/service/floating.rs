@@ -2,6 +2,7 @@
 //! (`spec.loadBalancerIP`), or one allocated and tagged as ours; released only if ours.
 
 use super::annotations::Settings;
+use super::floating_subnet::Matcher;
 use super::{Error, Result, names};
 use crate::cloud::floating_ips::{FloatingIp, FloatingIpSpec};
 use crate::cloud::load_balancing::LoadBalancing;
@@ -56,7 +57,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         return Ok(Some(fip.floating_ip_address));
     }
     let Some(network) = &settings.floating_network_id else { return Ok(None) };
-    let spec = FloatingIpSpec {
+    let mut spec = FloatingIpSpec {
         floating_network_id: network.clone(),
         subnet_id: settings.floating_subnet.id.clone(),
         floating_ip_address: None,
@@ -66,9 +67,55 @@ pub(crate) async fn ensure<L: LoadBalancing>(
     let tags = [lb.name.clone(), names::OWNER_TAG.to_owned()];
     let doing =
         format!("allocating a floating IP on network {network} for load balancer {}", lb.id);
-    let fip = cloud.create_floating_ip(&spec, &tags).await.map_err(Error::cloud(doing))?;
-    tracing::info!(load_balancer = %lb.id, address = %fip.floating_ip_address, "floating IP allocated");
-    Ok(Some(fip.floating_ip_address))
+    let mut last = None;
+    for subnet in candidate_subnets(cloud, network, settings).await? {
+        spec.subnet_id = subnet;
+        match cloud.create_floating_ip(&spec, &tags).await {
+            Ok(fip) => {
+                tracing::info!(load_balancer = %lb.id, address = %fip.floating_ip_address,
+                    subnet = ?spec.subnet_id, "floating IP allocated");
+                return Ok(Some(fip.floating_ip_address));
+            }
+            Err(error) => {
+                tracing::info!(subnet = ?spec.subnet_id, %error, "no floating IP from this subnet");
+                last = Some(error);
+            }
+        }
+    }
+    Err(match last {
+        Some(error) => Error::cloud(doing)(error),
+        None => Error::Invalid(format!("{doing}: no subnet to try")),
+    })
+}
+
+/// The subnets to try in order: the configured one (or Neutron's choice), or those that
+/// `floating-subnet` / `floating-subnet-tags` select.
+async fn candidate_subnets<L: LoadBalancing>(
+    cloud: &L,
+    network: &str,
+    settings: &Settings,
+) -> Result<Vec<Option<String>>> {
+    let spec = &settings.floating_subnet;
+    let Some(matcher) = Matcher::new(spec).map_err(|e| Error::Settings(vec![e]))? else {
+        return Ok(vec![spec.id.clone()]);
+    };
+    let doing = format!("listing the subnets of floating network {network}");
+    let subnets = cloud
+        .floating_subnets(network, matcher.tag_filter.clone())
+        .await
+        .map_err(Error::cloud(doing))?;
+    let chosen: Vec<Option<String>> =
+        subnets.into_iter().filter(|s| matcher.matches(&s.name)).map(|s| Some(s.id)).collect();
+    if chosen.is_empty() {
+        return Err(Error::Invalid(format!(
+            "no subnet of floating network {network} matches floating-subnet {:?} and \
+             floating-subnet-tags {:?} (only subnets the project can see count: Neutron hides \
+             an external network's subnets unless the network is shared with the project)",
+            spec.pattern.as_deref().unwrap_or(""),
+            spec.tags.as_deref().unwrap_or("")
+        )));
+    }
+    Ok(chosen)
 }
 
 /// Before the load balancer goes: our floating IPs are released (unless `keep`), a user's are

@@ -13,6 +13,7 @@ pub(crate) mod converged;
 pub(crate) mod desired;
 pub(crate) mod diff;
 pub(crate) mod floating;
+mod floating_subnet;
 pub(crate) mod names;
 pub(crate) mod reconcile;
 pub(crate) mod run;

@@ -412,18 +412,26 @@ async fn call<L: LoadBalancing>(
     Ok((created.unwrap_or_default(), lb))
 }
 
-/// `status.loadBalancer.ingress`: the hostname when one is asked for, else the address.
+/// `status.loadBalancer.ingress` as upstream writes it: the `hostname` annotation; for a
+/// PROXY-protocol Service with `enable-ingress-hostname`, `<address>.<suffix>` (a hostname keeps
+/// kube-proxy from short-cutting the load balancer); else the address with `ipMode` `Proxy`
+/// (PROXY protocol) or `VIP`.
+pub(crate) fn ingress(settings: &Settings, address: &str) -> Value {
+    let proxy = settings.proxy_protocol.is_some();
+    match (&settings.hostname, &settings.ingress_hostname_suffix) {
+        (Some(hostname), _) => json!([{"hostname": hostname}]),
+        (None, Some(suffix)) if proxy => json!([{"hostname": format!("{address}.{suffix}")}]),
+        (None, _) => json!([{"ip": address, "ipMode": if proxy { "Proxy" } else { "VIP" }}]),
+    }
+}
+
 async fn set_ingress<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
     settings: &Settings,
     address: &str,
 ) -> Result<()> {
-    let ingress = match &settings.hostname {
-        Some(hostname) => json!([{"hostname": hostname}]),
-        None => json!([{"ip": address}]),
-    };
-    write_ingress(service, ctx, ingress).await
+    write_ingress(service, ctx, ingress(settings, address)).await
 }
 
 pub(super) async fn write_ingress<L: LoadBalancing>(
@@ -448,4 +456,25 @@ pub(super) async fn write_ingress<L: LoadBalancing>(
         .await
         .map_err(|source| Error::Kube { doing: "writing the load balancer status", source })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ingress_is_upstreams_ip_with_its_mode_or_a_hostname() {
+        let plain = Settings::default();
+        assert_eq!(ingress(&plain, "192.0.2.7"), json!([{"ip": "192.0.2.7", "ipMode": "VIP"}]));
+        let proxy = Settings { proxy_protocol: Some("PROXY"), ..Settings::default() };
+        assert_eq!(ingress(&proxy, "192.0.2.7"), json!([{"ip": "192.0.2.7", "ipMode": "Proxy"}]));
+        let suffix = Some("nip.io".to_owned());
+        let named = Settings { ingress_hostname_suffix: suffix.clone(), ..proxy.clone() };
+        assert_eq!(ingress(&named, "192.0.2.7"), json!([{"hostname": "192.0.2.7.nip.io"}]));
+        // Without the PROXY protocol the suffix changes nothing.
+        let tcp = Settings { ingress_hostname_suffix: suffix, ..plain };
+        assert_eq!(ingress(&tcp, "192.0.2.7")[0]["ip"], "192.0.2.7");
+        let annotated = Settings { hostname: Some("lb.example.com".into()), ..named };
+        assert_eq!(ingress(&annotated, "192.0.2.7"), json!([{"hostname": "lb.example.com"}]));
+    }
 }

@@ -111,3 +111,30 @@ fn proxy_protocol_picks_the_pool_protocol() {
         assert_eq!(settings(&a, &defaults(), &BTreeMap::new()).unwrap().proxy_protocol, want);
     }
 }
+
+#[test]
+fn the_floating_subnet_comes_whole_from_the_class_else_the_annotations_else_the_config() {
+    let config = Defaults {
+        floating_subnet: FloatingSubnet { id: Some("config-subnet".into()), ..Default::default() },
+        ..defaults()
+    };
+    let given = annotations(&[(&ours("floating-subnet"), "public-*")]);
+    let got = settings(&given, &config, &BTreeMap::new()).unwrap().floating_subnet;
+    // The annotations as a whole: their pattern, not the config's ID beside it.
+    assert_eq!(got, FloatingSubnet { pattern: Some("public-*".into()), ..Default::default() });
+    let none = settings(&BTreeMap::new(), &config, &BTreeMap::new()).unwrap().floating_subnet;
+    assert_eq!(none.id.as_deref(), Some("config-subnet"));
+
+    let class = Class {
+        floating_subnet: FloatingSubnet { tags: Some("&a,b".into()), ..Default::default() },
+        ..Class::default()
+    };
+    let classes = BTreeMap::from([("gold".to_owned(), class)]);
+    let with_class = annotations(&[(&ours("class"), "gold"), (&ours("floating-subnet"), "x")]);
+    let got = settings(&with_class, &config, &classes).unwrap().floating_subnet;
+    assert_eq!(got, FloatingSubnet { tags: Some("&a,b".into()), ..Default::default() });
+
+    let bad = annotations(&[(&ours("floating-subnet"), "~(")]);
+    let errors = settings(&bad, &config, &BTreeMap::new()).unwrap_err();
+    assert!(errors[0].starts_with("floating-subnet \"~(\": not a valid pattern"), "{errors:?}");
+}
