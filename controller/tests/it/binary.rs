@@ -45,7 +45,8 @@ async fn keystone_unreachable_at_start_keeps_the_process_up_and_not_ready() {
     let conf = format!(
         "[Global]\nauth-url = http://127.0.0.1:{keystone}/v3\nusername = u\npassword = fixture-pass-4711\ntenant-name = p\n"
     );
-    let (mut process, port, _dir) = start_ccm(&fake, &conf, &["--leader-elect-retry-period=100ms"]);
+    let (mut process, port, _dir) =
+        start_ccm(&fake.url(), &conf, &["--leader-elect-retry-period=100ms"]);
     process.wait_line("cannot authenticate to OpenStack", Duration::from_secs(20)).await;
     process.wait_line("acquired lease", Duration::from_secs(20)).await;
     let client = https();

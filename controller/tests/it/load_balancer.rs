@@ -1,11 +1,12 @@
 //! The service controller end to end (ignored by default; scripts/test.sh runs it): the
-//! controller binary, Services and Nodes posted to the fake API server over HTTP, the real
-//! Octavia (no-op drivers) and Keystone of scripts/openstack-up.sh.
+//! controller binary against the `fake-kube-apiserver` binary, Nodes and Services created,
+//! patched and deleted with real kubectl (testkit's `Cluster`), and the real Octavia (no-op
+//! drivers), Neutron and Keystone of scripts/openstack-up.sh.
 
 use std::time::Duration;
 
-use fake_kube_apiserver::FakeApiServer;
 use serde_json::{Value, json};
+use testkit::cluster::Cluster;
 use testkit::kube::{NodeFixture, load_balancer_service};
 use testkit::stack::StackEnv;
 
@@ -45,7 +46,7 @@ async fn until<T>(what: &str, process: &Process, mut check: impl AsyncFnMut() ->
 /// `fake`; `tag` makes the cluster name (and so every load-balancer name) this test's own.
 fn start(
     env: &StackEnv,
-    fake: &FakeApiServer,
+    fake: &Cluster,
     cloud: &str,
     tag: &str,
 ) -> (Process, String, tempfile::TempDir) {
@@ -61,7 +62,7 @@ fn start(
 /// [`start`] with `lb` as the `[LoadBalancer]` section's keys.
 fn start_with(
     env: &StackEnv,
-    fake: &FakeApiServer,
+    fake: &Cluster,
     cloud: &str,
     tag: &str,
     lb: &str,
@@ -73,7 +74,7 @@ fn start_with(
 /// [`start_with`] with `extra` flags: also the port of /metrics.
 fn start_with_flags(
     env: &StackEnv,
-    fake: &FakeApiServer,
+    fake: &Cluster,
     cloud: &str,
     tag: &str,
     lb: &str,
@@ -91,7 +92,7 @@ fn start_with_flags(
     let cluster_flag = format!("--cluster-name={cluster}");
     let mut flags = vec!["--controllers=service", &cluster_flag, "--leader-elect=false"];
     flags.extend(extra);
-    let (process, port, dir) = start_ccm(fake, &conf, &flags);
+    let (process, port, dir) = start_ccm(&fake.url(), &conf, &flags);
     (process, cluster, port, dir)
 }
 
@@ -100,12 +101,7 @@ async fn lb_list(env: &StackEnv, name: &str) -> Value {
 }
 
 /// Waits for the Service's `status.loadBalancer.ingress[0].ip`.
-async fn ingress_ip(
-    fake: &FakeApiServer,
-    process: &Process,
-    namespace: &str,
-    name: &str,
-) -> String {
+async fn ingress_ip(fake: &Cluster, process: &Process, namespace: &str, name: &str) -> String {
     until(&format!("ingress on Service {namespace}/{name}"), process, async || {
         let svc = fake.get("v1", "services", namespace, name)?;
         svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
@@ -114,7 +110,7 @@ async fn ingress_ip(
 }
 
 /// Deletes the Service and waits until the controller let it go (its finalizer removed).
-async fn delete_service(fake: &FakeApiServer, process: &Process, namespace: &str, name: &str) {
+async fn delete_service(fake: &Cluster, process: &Process, namespace: &str, name: &str) {
     fake.delete("v1", "services", namespace, name);
     until(&format!("Service {namespace}/{name} gone"), process, async || {
         fake.get("v1", "services", namespace, name).is_none().then_some(())
@@ -122,7 +118,7 @@ async fn delete_service(fake: &FakeApiServer, process: &Process, namespace: &str
     .await;
 }
 
-fn reasons(fake: &FakeApiServer) -> Vec<String> {
+fn reasons(fake: &Cluster) -> Vec<String> {
     let events = fake.list("events.k8s.io/v1", "events");
     events.iter().filter_map(|e| e["reason"].as_str().map(str::to_owned)).collect()
 }
@@ -134,7 +130,7 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
     // The first node's address is a real port: with no subnet-id configured the VIP subnet is
     // taken from it, as upstream does.
     let port = scene(&env, &["port-create", "--fixed-ip", "10.0.0.51"]).await;
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("lb-node-a", "10.0.0.51"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "web", &[(80, 30080)]));
     let (process, cluster, _dir) =
@@ -186,7 +182,7 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn ports_source_ranges_and_node_readiness_are_followed() {
     let env = StackEnv::load();
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("rn-a", "10.0.0.61"));
     let mut not_ready = node("rn-b", "10.0.0.62");
     not_ready["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
@@ -246,7 +242,7 @@ async fn ports_source_ranges_and_node_readiness_are_followed() {
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() {
     let env = StackEnv::load();
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("hand-a", "10.0.0.71"));
     let cluster_tag = "hand";
     let name = format!("kube_service_{cluster_tag}{}_shop_db", std::process::id());
@@ -279,7 +275,7 @@ async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() 
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn without_octavia_in_the_catalog_the_service_controller_warns_once_and_stays_off() {
     let env = StackEnv::load();
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "services", "shop", load_balancer_service("shop", "off", &[(80, 30082)]));
     let (process, _cluster, _dir) =
         start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED_NO_LB"], "nolb");
@@ -292,7 +288,7 @@ async fn without_octavia_in_the_catalog_the_service_controller_warns_once_and_st
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_service_deleted_while_its_load_balancer_is_being_created_leaves_nothing() {
     let env = StackEnv::load();
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("early-a", "10.0.0.91"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "gone", &[(80, 30083)]));
     let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "early");
@@ -311,7 +307,7 @@ async fn a_service_deleted_while_its_load_balancer_is_being_created_leaves_nothi
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_floating_ip_is_allocated_then_released_and_a_users_one_is_kept() {
     let env = StackEnv::load();
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("fip-a", "10.0.0.95"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "ours", &[(80, 30084)]));
     let theirs = scene(&env, &["floating-ip-create"]).await;
@@ -369,7 +365,7 @@ async fn a_floating_ip_is_allocated_then_released_and_a_users_one_is_kept() {
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn services_share_a_load_balancer_up_to_max_shared_lb_and_it_goes_with_the_last() {
     let env = StackEnv::load();
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("share-a", "10.0.0.97"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "first", &[(80, 30086)]));
     let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "share");
@@ -463,7 +459,7 @@ async fn manage_security_groups_guards_the_members_ports_and_leaves_nothing_behi
     let (id_a, id_b) = (port_a["id"].as_str().unwrap(), port_b["id"].as_str().unwrap());
     let before_a = port_groups(&env, id_a).await;
     let before_b = port_groups(&env, id_b).await;
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("sg-a", a));
     fake.create("v1", "nodes", "", node("sg-b", b));
     let mut service = load_balancer_service("guarded", "web", &[(80, 30090), (53, 30091)]);
@@ -553,7 +549,7 @@ async fn octavia_gone_mid_reconcile_and_back_converges_without_a_duplicate() {
     let front = OctaviaFront::start(env["OPENSTACK_LOADBALANCER_URL"].to_owned()).await;
     let region = format!("OctaviaFront{}", std::process::id());
     scene(&env, &["region-create", "--name", &region, "--load-balancer", &front.url]).await;
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("flaky-a", "10.0.0.121"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "flaky", &[(80, 30095)]));
     let cluster = format!("flaky{}", std::process::id());
@@ -567,7 +563,7 @@ async fn octavia_gone_mid_reconcile_and_back_converges_without_a_duplicate() {
     );
     let cluster_flag = format!("--cluster-name={cluster}");
     let flags = ["--controllers=service", &cluster_flag, "--leader-elect=false"];
-    let (process, _port, _dir) = start_ccm(&fake, &conf, &flags);
+    let (process, _port, _dir) = start_ccm(&fake.url(), &conf, &flags);
     let name = format!("kube_service_{cluster}_shop_flaky");
 
     // The create goes through, then Octavia is gone while the controller waits for ACTIVE.
@@ -591,7 +587,7 @@ async fn octavia_gone_mid_reconcile_and_back_converges_without_a_duplicate() {
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn an_unchanged_service_costs_one_read_per_resync_and_a_hand_edit_is_still_undone() {
     let env = StackEnv::load();
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("rs-a", "10.0.0.131"));
     fake.create("v1", "nodes", "", node("rs-b", "10.0.0.132"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "steady", &[(80, 30096)]));
@@ -630,7 +626,7 @@ async fn an_unchanged_service_costs_one_read_per_resync_and_a_hand_edit_is_still
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_floating_subnet_pattern_picks_the_subnet_or_says_that_none_matches() {
     let env = StackEnv::load();
-    let fake = FakeApiServer::start().await.unwrap();
+    let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("fsub-a", "10.0.0.141"));
     let mut service = load_balancer_service("shop", "fsub", &[(80, 30097)]);
     service["metadata"]["annotations"] =

@@ -259,7 +259,7 @@ async fn real_keystone_down_at_start_then_back_makes_the_process_ready() {
         env["OPENSTACK_PROJECT"],
         env["OPENSTACK_REGION"]
     );
-    let (process, port, _dir) = start_ccm(&fake, &conf, &["--leader-elect=false"]);
+    let (process, port, _dir) = start_ccm(&fake.url(), &conf, &["--leader-elect=false"]);
     process.wait_line("cannot authenticate to OpenStack", Duration::from_secs(30)).await;
     let client = https();
     let readyz = || client.get(format!("https://127.0.0.1:{port}/readyz")).send();
@@ -299,7 +299,8 @@ async fn real_binary_with_secret_credentials_initializes_a_node_end_to_end() {
         "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\ncloud = {}\n",
         env["OPENSTACK_CLOUD_APPCRED"]
     );
-    let (process, port, _dir) = start_ccm(&fake, &conf, &["--leader-elect-retry-period=200ms"]);
+    let (process, port, _dir) =
+        start_ccm(&fake.url(), &conf, &["--leader-elect-retry-period=200ms"]);
     process.wait_line("initialized", Duration::from_secs(60)).await;
     let got = fake.get("v1", "nodes", "", &name).unwrap();
     assert_eq!(got["spec"]["providerID"], format!("openstack:///{id}"));

@@ -5,7 +5,6 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fake_kube_apiserver::FakeApiServer;
 use testkit::kube::kubeconfig;
 use testkit::stack::StackEnv;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -91,11 +90,11 @@ impl Process {
     }
 }
 
-/// The binary for `--cloud-provider=openstack` against `fake`, with `cloud_conf` as its cloud
-/// config and serving on a free port of 127.0.0.1, then `extra` flags: the process, its port,
-/// and the directory of its files (keep it while the process runs).
+/// The binary for `--cloud-provider=openstack` against the API server at `api_url`, with
+/// `cloud_conf` as its cloud config and serving on a free port of 127.0.0.1, then `extra` flags:
+/// the process, its port, and the directory of its files (keep it while the process runs).
 pub(crate) fn start_ccm(
-    fake: &FakeApiServer,
+    api_url: &str,
     cloud_conf: &str,
     extra: &[&str],
 ) -> (Process, u16, tempfile::TempDir) {
@@ -106,7 +105,7 @@ pub(crate) fn start_ccm(
     let mut args = vec![
         "--cloud-provider=openstack".to_owned(),
         format!("--cloud-config={}", conf.display()),
-        format!("--kubeconfig={}", kubeconfig(dir.path(), &fake.url()).display()),
+        format!("--kubeconfig={}", kubeconfig(dir.path(), api_url).display()),
         "--bind-address=127.0.0.1".to_owned(),
         format!("--secure-port={port}"),
     ];

@@ -12,6 +12,7 @@
 //! Helpers panic with a message that says how to fix the setup: a missing tool or stack fails
 //! the test that needs it, never skips it.
 
+pub mod cluster;
 pub mod create;
 pub mod install_config;
 pub mod kube;
