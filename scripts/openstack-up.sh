@@ -319,6 +319,14 @@ extension_drivers = port_security
 vni_ranges = 1:1000
 [ml2_type_flat]
 flat_networks = external
+[quotas]
+# Octavia's network driver makes a security group (and rules, and a VIP port) per load
+# balancer: the defaults (10 groups, 100 rules, 50 ports) stop the load-balancer benchmark's
+# 50 Services at the tenth. A test stack has no quota to protect.
+quota_security_group = -1
+quota_security_group_rule = -1
+quota_port = -1
+quota_floatingip = -1
 EOF
     authsection keystone_authtoken neutron
     authsection nova nova

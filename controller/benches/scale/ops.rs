@@ -42,6 +42,58 @@ pub(crate) fn classify(
                 "network/port_list_all"
             }
         }
+        (_, ["load-balancer", ..]) => load_balancer(method, &parts[1..]),
+        (_, ["network", "v2.0", resource, rest @ ..]) => network(method, resource, rest),
+        _ => OTHER,
+    }
+}
+
+/// Octavia (`/load-balancer`): `load-balancer/<object>_<verb>`.
+fn load_balancer(method: &Method, parts: &[&str]) -> &'static str {
+    let lbaas = match parts {
+        [] => return "load-balancer/version_discovery",
+        ["v2", "lbaas", rest @ ..] => rest,
+        _ => return OTHER,
+    };
+    match (method, lbaas) {
+        (&Method::GET, ["loadbalancers"]) => "load-balancer/loadbalancer_list",
+        (&Method::POST, ["loadbalancers"]) => "load-balancer/loadbalancer_create",
+        (&Method::GET, ["loadbalancers", _]) => "load-balancer/loadbalancer_get",
+        (&Method::DELETE, ["loadbalancers", _]) => "load-balancer/loadbalancer_delete",
+        (&Method::GET, ["listeners"]) => "load-balancer/listener_list",
+        (&Method::POST, ["listeners"]) => "load-balancer/listener_create",
+        (&Method::PUT, ["listeners", _]) => "load-balancer/listener_update",
+        (&Method::DELETE, ["listeners", _]) => "load-balancer/listener_delete",
+        (&Method::GET, ["pools"]) => "load-balancer/pool_list",
+        (&Method::POST, ["pools"]) => "load-balancer/pool_create",
+        (&Method::PUT, ["pools", _]) => "load-balancer/pool_update",
+        (&Method::DELETE, ["pools", _]) => "load-balancer/pool_delete",
+        (&Method::GET, ["pools", _, "members"]) => "load-balancer/member_list",
+        (&Method::PUT, ["pools", _, "members"]) => "load-balancer/members_replace",
+        (&Method::GET, ["healthmonitors", _]) => "load-balancer/monitor_get",
+        (&Method::POST, ["healthmonitors"]) => "load-balancer/monitor_create",
+        (&Method::PUT, ["healthmonitors", _]) => "load-balancer/monitor_update",
+        (&Method::DELETE, ["healthmonitors", _]) => "load-balancer/monitor_delete",
+        _ => OTHER,
+    }
+}
+
+/// The rest of Neutron: floating IPs, security groups and rules, ports by update, subnets.
+fn network(method: &Method, resource: &str, rest: &[&str]) -> &'static str {
+    match (method, resource, rest) {
+        (&Method::GET, "floatingips", []) => "network/floatingip_list",
+        (&Method::POST, "floatingips", []) => "network/floatingip_create",
+        (&Method::PUT, "floatingips", [_]) => "network/floatingip_update",
+        (&Method::PUT, "floatingips", [_, "tags"]) => "network/floatingip_tag",
+        (&Method::DELETE, "floatingips", [_]) => "network/floatingip_delete",
+        (&Method::GET, "security-groups", []) => "network/security_group_list",
+        (&Method::POST, "security-groups", []) => "network/security_group_create",
+        (&Method::PUT, "security-groups", [_, "tags"]) => "network/security_group_tag",
+        (&Method::DELETE, "security-groups", [_]) => "network/security_group_delete",
+        (&Method::POST, "security-group-rules", []) => "network/security_group_rule_create",
+        (&Method::DELETE, "security-group-rules", [_]) => "network/security_group_rule_delete",
+        (&Method::PUT, "ports", [_]) => "network/port_update",
+        (&Method::GET, "subnets", []) => "network/subnet_list",
         _ => OTHER,
     }
 }

@@ -2,7 +2,7 @@
 //! behind a counting reverse proxy, and the servers the benchmark boots there.
 //!
 //! The proxy lays the services out as the replay does (Keystone under `/identity`, Nova under
-//! `/compute`, Neutron under `/network`, Glance under `/image`), so ops.rs's one classifier names
+//! `/compute`, Neutron under `/network`, Glance under `/image`, Octavia under `/load-balancer`), so ops.rs's one classifier names
 //! every request; it rewrites the real base URLs in every response (the token's service catalog,
 //! the version documents, Nova's next links) to its own, so that every later call of the
 //! controller goes through it too. The servers are booted, waited for and deleted directly
@@ -63,12 +63,15 @@ impl Real {
             .build()
             .expect("an HTTP client");
         let counter = Arc::new(Counter::default());
-        let services = vec![
+        let mut services = vec![
             ("identity", origin(&env["OPENSTACK_AUTH_URL"])),
             ("compute", origin(&env["OPENSTACK_COMPUTE_URL"])),
             ("network", origin(&env["OPENSTACK_NETWORK_URL"])),
             ("image", origin(&env["OPENSTACK_IMAGE_URL"])),
         ];
+        if let Some(octavia) = env.get("OPENSTACK_LOADBALANCER_URL") {
+            services.push(("load-balancer", origin(octavia)));
+        }
         let routes = Arc::new(Routes {
             services,
             base: base.clone(),

@@ -1,0 +1,313 @@
+//! The service controller against the real Octavia (no-op drivers) and Neutron of
+//! scripts/openstack-up.sh, every request counted by scale/real.rs's proxy (ops.rs names them).
+//!
+//! `CCM_OPENSTACK_ENV=… cargo bench --bench load_balancers` (scripts/bench.sh --lb starts the
+//! stack when none is named): S Services of 3 TCP ports (default 50; `CCM_BENCH_SERVICES`) on 20
+//! Ready nodes, with `--concurrent-service-syncs` C (default 1, upstream's default;
+//! `CCM_BENCH_LB_CONCURRENCY`). Prints and writes `target/bench/load_balancers.json`:
+//! - time from each Service's creation to its `status.loadBalancer.ingress` (p50, p99, max);
+//! - requests per Service created, per Service when one node is added, per Service when the
+//!   controller restarts, and per Service resync with nothing changed (a window of 6 resync
+//!   periods, so the full check of every 6th resync is in the average), split into mutating
+//!   and read requests;
+//!
+//! then deletes every Service and waits until all are gone (each finalizer goes only after its
+//! load balancer).
+
+// scale/real.rs also boots servers, which this benchmark does not use.
+#![allow(dead_code)]
+
+#[path = "scale/ops.rs"]
+mod ops;
+#[path = "scale/real.rs"]
+mod real;
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_kube_apiserver::FakeApiServer;
+use serde_json::{Value, json};
+use testkit::kube::{NodeFixture, kubeconfig, load_balancer_service};
+use testkit::stack::StackEnv;
+
+use ops::Counter;
+use real::Real;
+
+const BIN: &str = env!("CARGO_BIN_EXE_openstack-cloud-controller-manager");
+const NODES: usize = 20;
+const PORTS: [u16; 3] = [80, 443, 8080];
+const NAMESPACE: &str = "bench";
+/// The resync period of the steady-state window (shorter in the quick debug run of
+/// `cargo test --bench`), and how many periods it lasts.
+const RESYNC: Duration = Duration::from_secs(if cfg!(debug_assertions) { 2 } else { 10 });
+const WINDOW_PERIODS: u32 = 6;
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn node(i: usize) -> Value {
+    let mut node = NodeFixture::initialized(&format!("lbb-node-{i:02}")).build();
+    node["status"]["addresses"] = json!([{"type": "InternalIP", "address": format!("10.0.1.{i}")}]);
+    node
+}
+
+fn service(i: usize) -> Value {
+    let base = 30000 + (i as u16) * 3;
+    let ports: Vec<(u16, u16)> = PORTS.iter().zip(base..).map(|(p, n)| (*p, n)).collect();
+    load_balancer_service(NAMESPACE, &format!("svc-{i:03}"), &ports)
+}
+
+/// The controller process; stopped (SIGTERM, then waited for) when dropped, on a panic too.
+struct Controller(Child);
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        let _ = self.0.wait();
+    }
+}
+
+/// The controller binary, service controller only, against `fake` and the proxy.
+fn start(
+    dir: &tempfile::TempDir,
+    fake: &FakeApiServer,
+    conf: &str,
+    flags: &[String],
+) -> Controller {
+    let path = dir.path().join("cloud.conf");
+    std::fs::write(&path, conf).expect("write cloud.conf");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.path().join("occm.log"))
+        .expect("log file");
+    let mut args = vec![
+        "--cloud-provider=openstack".to_owned(),
+        format!("--cloud-config={}", path.display()),
+        format!("--kubeconfig={}", kubeconfig(dir.path(), &fake.url()).display()),
+        "--controllers=service".to_owned(),
+        "--leader-elect=false".to_owned(),
+        "--secure-port=0".to_owned(),
+        "--kube-api-qps=-1".to_owned(),
+    ];
+    args.extend(flags.iter().cloned());
+    let child = Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start the controller binary");
+    Controller(child)
+}
+
+/// Waits until no request arrived for `quiet`, at most `limit`.
+async fn settle(counter: &Counter, quiet: Duration, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    let mut seen = counter.hits().len();
+    let mut since = Instant::now();
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = counter.hits().len();
+        if now != seen {
+            (seen, since) = (now, Instant::now());
+        } else if since.elapsed() >= quiet {
+            return;
+        }
+    }
+    panic!("requests still arriving after {limit:?}");
+}
+
+/// Requests since `mark` per Service: (mutating, reads, by operation).
+fn per_service(counter: &Counter, mark: usize, services: usize) -> Value {
+    let counts = counter.counts(mark);
+    let counts: BTreeMap<&str, usize> =
+        counts.into_iter().filter(|(op, _)| !op.starts_with("identity/")).collect();
+    let sum = |mutating: bool| -> usize {
+        counts.iter().filter(|(op, _)| mutates(op) == mutating).map(|(_, n)| n).sum()
+    };
+    let each = |n: usize| (n as f64 / services as f64 * 100.0).round() / 100.0;
+    let detail: BTreeMap<&str, f64> = counts.iter().map(|(op, n)| (*op, each(*n))).collect();
+    json!({"mutating": each(sum(true)), "reads": each(sum(false)), "by_operation": detail})
+}
+
+/// Whether `operation` (as ops.rs names it) changes something in OpenStack.
+fn mutates(operation: &str) -> bool {
+    let verb = operation.rsplit('_').next().unwrap_or_default();
+    matches!(verb, "create" | "update" | "delete" | "replace" | "tag")
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let Ok(_) = std::env::var("CCM_OPENSTACK_ENV") else {
+        eprintln!(
+            "load_balancers: needs the real Octavia: run scripts/bench.sh --lb (or set \
+             CCM_OPENSTACK_ENV to the env file of scripts/openstack-up.sh)"
+        );
+        std::process::exit(2);
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    runtime.block_on(run());
+}
+
+async fn run() {
+    let services = env_number("CCM_BENCH_SERVICES", 50);
+    let concurrency = env_number("CCM_BENCH_LB_CONCURRENCY", 1);
+    let env = StackEnv::load();
+    assert!(env.get("OPENSTACK_LOADBALANCER_URL").is_some(), "the stack runs no Octavia");
+    let subnet = env["OPENSTACK_INTERNAL_SUBNET_ID"].to_owned();
+    let real = Real::start(env).await;
+    let [user, password, project, domain] = real.member();
+    let conf = format!(
+        "[Global]\nauth-url = {}\nusername = {user}\npassword = {password}\n\
+         tenant-name = {project}\ndomain-name = {domain}\nregion = RegionOne\n\n\
+         [LoadBalancer]\nsubnet-id = {subnet}\n",
+        real.auth_url()
+    );
+    let fake = FakeApiServer::start().await.expect("fake API server");
+    for i in 0..NODES {
+        fake.create("v1", "nodes", "", node(i));
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cluster = format!("lbbench{}", std::process::id());
+    let common = vec![
+        format!("--cluster-name={cluster}"),
+        format!("--concurrent-service-syncs={concurrency}"),
+    ];
+    let mut flags = common.clone();
+    flags.push("--load-balancer-resync-period=1h".to_owned());
+    let child = start(&dir, &fake, &conf, &flags);
+    let log = || std::fs::read_to_string(dir.path().join("occm.log")).unwrap_or_default();
+    settle(&real.counter, Duration::from_secs(2), Duration::from_secs(60)).await;
+
+    // Creates: every Service posted at once, each timed to its ingress.
+    let mark = real.counter.hits().len();
+    let posted: Vec<Instant> = (0..services)
+        .map(|i| {
+            fake.create("v1", "services", NAMESPACE, service(i));
+            Instant::now()
+        })
+        .collect();
+    let mut took: Vec<Option<f64>> = vec![None; services];
+    let limit = Instant::now() + Duration::from_secs(120 + 30 * services as u64);
+    while took.iter().any(Option::is_none) {
+        assert!(Instant::now() < limit, "not every Service got an ingress in time:\n{}", log());
+        for (i, slot) in took.iter_mut().enumerate().filter(|(_, t)| t.is_none()) {
+            let svc = fake.get("v1", "services", NAMESPACE, &format!("svc-{i:03}"));
+            if svc.is_some_and(|s| s.pointer("/status/loadBalancer/ingress/0/ip").is_some()) {
+                *slot = Some(posted[i].elapsed().as_secs_f64());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    settle(&real.counter, Duration::from_secs(3), Duration::from_secs(120)).await;
+    let created = per_service(&real.counter, mark, services);
+    let mut times: Vec<f64> = took.into_iter().flatten().collect();
+    times.sort_by(f64::total_cmp);
+
+    // One node joins: every Service's pools gain a member.
+    let mark = real.counter.hits().len();
+    fake.create("v1", "nodes", "", node(NODES));
+    tokio::time::sleep(Duration::from_secs(6)).await; // the node check runs every 5 s
+    let limit = Duration::from_secs(60 + 30 * services as u64);
+    settle(&real.counter, Duration::from_secs(3), limit).await;
+    let node_added = per_service(&real.counter, mark, services);
+    drop(child);
+
+    // A restart (nothing cached), then resyncs with nothing changed.
+    let mut flags = common.clone();
+    flags.push(format!("--load-balancer-resync-period={}s", RESYNC.as_secs()));
+    let mark = real.counter.hits().len();
+    let child = start(&dir, &fake, &conf, &flags);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    // The restart's full reconciles end when one resync period has passed with only lookups.
+    loop {
+        let counts = real.counter.counts(mark);
+        if counts.get("load-balancer/loadbalancer_list").copied().unwrap_or(0) >= services
+            && counts.get("load-balancer/listener_list").copied().unwrap_or(0) >= services
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the restart did not reconcile every Service");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    settle(&real.counter, Duration::from_secs(2), Duration::from_secs(600)).await;
+    let restart = per_service(&real.counter, mark, services);
+    let mark = real.counter.hits().len();
+    tokio::time::sleep(RESYNC * WINDOW_PERIODS).await;
+    let counts = real.counter.counts(mark);
+    let resyncs = counts.get("load-balancer/loadbalancer_list").copied().unwrap_or(0);
+    let steady = per_service(&real.counter, mark, resyncs.max(1));
+
+    // Everything goes; nothing of this run may be left in Octavia.
+    for i in 0..services {
+        fake.delete("v1", "services", NAMESPACE, &format!("svc-{i:03}"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60 + 10 * services as u64);
+    while !fake.list("v1", "services").is_empty() {
+        assert!(Instant::now() < deadline, "Services not deleted in time:\n{}", log());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    drop(child);
+
+    let figures = json!({
+        "services": services,
+        "nodes": NODES,
+        "ports": PORTS.len(),
+        "concurrent_service_syncs": concurrency,
+        "ingress_seconds": {
+            "p50": percentile(&times, 0.5),
+            "p99": percentile(&times, 0.99),
+            "max": times.last(),
+        },
+        "requests_per_service_created": created,
+        "requests_per_service_per_node_added": node_added,
+        "requests_per_service_at_restart": restart,
+        "requests_per_resync": steady,
+        "resyncs_in_window": resyncs,
+        "window_seconds": (RESYNC * WINDOW_PERIODS).as_secs(),
+    });
+    print_table(&figures);
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&out).expect("target/bench");
+    let text = serde_json::to_string_pretty(&figures).expect("JSON");
+    std::fs::write(out.join("load_balancers.json"), text + "\n").expect("write the figures");
+}
+
+fn print_table(f: &Value) {
+    println!(
+        "# Load balancers: {} Services x {} ports, {} nodes, --concurrent-service-syncs={}\n",
+        f["services"], f["ports"], f["nodes"], f["concurrent_service_syncs"]
+    );
+    let t = &f["ingress_seconds"];
+    println!(
+        "Service created -> ingress: p50 {:.2} s, p99 {:.2} s, max {:.2} s\n",
+        t["p50"].as_f64().unwrap_or_default(),
+        t["p99"].as_f64().unwrap_or_default(),
+        t["max"].as_f64().unwrap_or_default()
+    );
+    println!("| per Service | mutating | reads | by operation |\n|---|---|---|---|");
+    for (label, key) in [
+        ("created", "requests_per_service_created"),
+        ("one node added", "requests_per_service_per_node_added"),
+        ("controller restarted", "requests_per_service_at_restart"),
+        ("resync, nothing changed", "requests_per_resync"),
+    ] {
+        let row = &f[key];
+        let ops: Vec<String> = row["by_operation"]
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| format!("{k} {v}")).collect())
+            .unwrap_or_default();
+        println!("| {label} | {} | {} | {} |", row["mutating"], row["reads"], ops.join(", "));
+    }
+}
