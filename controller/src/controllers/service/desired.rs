@@ -85,10 +85,10 @@ pub(crate) fn load_balancer(
         listeners.push(listener(index, &name, port, backends, source_ranges, settings)?);
     }
     Ok(LoadBalancerSpec {
-        description: format!(
+        description: names::cut(format!(
             "Kubernetes external service {}/{} from cluster {}",
             service.namespace, service.name, service.cluster
-        ),
+        )),
         tags: vec![name.clone(), names::OWNER_TAG.to_owned()],
         vip_port_id: vip.port_id.clone(),
         vip_subnet_id: vip.port_id.is_none().then(|| vip.subnet_id.clone()).flatten(),

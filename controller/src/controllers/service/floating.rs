@@ -62,7 +62,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         subnet_id: settings.floating_subnet.id.clone(),
         floating_ip_address: None,
         port_id: lb.vip_port_id.clone(),
-        description: format!("Floating IP for load balancer {}", lb.name),
+        description: names::cut(format!("Floating IP for load balancer {}", lb.name)),
     };
     let tags = [lb.name.clone(), names::OWNER_TAG.to_owned()];
     let doing =

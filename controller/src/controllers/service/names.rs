@@ -3,6 +3,11 @@
 //! The load balancer is named `kube_service_<cluster>_<namespace>_<name>` as the upstream CCM
 //! names it, and carries that name and [`OWNER_TAG`] as tags: an object without the owner tag
 //! was not created by this controller, whatever its name, and is never changed or deleted.
+//! A name longer than Octavia's 255 bytes ends in a hash of the whole name instead of being
+//! only cut (upstream cuts, so two long Services that differ only at the end share one name
+//! there, and so one load balancer).
+
+use sha2::{Digest, Sha256};
 
 /// Octavia's limit for names and tags.
 pub(crate) const MAX: usize = 255;
@@ -18,9 +23,19 @@ pub(crate) fn is_ours(tags: &[String]) -> bool {
     tags.iter().any(|t| t == OWNER_TAG)
 }
 
-/// `kube_service_<cluster>_<namespace>_<name>`, cut to 255 bytes (on a character boundary).
+/// `kube_service_<cluster>_<namespace>_<name>`; beyond 255 bytes, its first 246 bytes (on a
+/// character boundary), `_` and 8 hex digits of the whole name's SHA-256, so that it stays
+/// unique.
 pub(crate) fn load_balancer(cluster: &str, namespace: &str, name: &str) -> String {
-    cut(format!("{LOAD_BALANCER_PREFIX}{cluster}_{namespace}_{name}"))
+    let full = format!("{LOAD_BALANCER_PREFIX}{cluster}_{namespace}_{name}");
+    if full.len() <= MAX {
+        return full;
+    }
+    let digest = Sha256::digest(full.as_bytes());
+    let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let mut short = full;
+    truncate(&mut short, MAX - 1 - hash.len());
+    format!("{short}_{hash}")
 }
 
 /// `lb-sg-<uid>-<namespace>-<name>`: upstream's name for a Service's member security group.
@@ -33,15 +48,22 @@ pub(crate) fn child(kind: &str, index: usize, load_balancer: &str) -> String {
     cut(format!("{kind}_{index}_{load_balancer}"))
 }
 
-fn cut(mut text: String) -> String {
-    if text.len() > MAX {
-        let mut end = MAX;
+/// `text` cut to Octavia's and Neutron's 255 bytes: for descriptions, which name the cluster
+/// and so may be longer.
+pub(crate) fn cut(mut text: String) -> String {
+    truncate(&mut text, MAX);
+    text
+}
+
+/// Cuts `text` to at most `max` bytes, on a character boundary.
+fn truncate(text: &mut String, max: usize) {
+    if text.len() > max {
+        let mut end = max;
         while !text.is_char_boundary(end) {
             end -= 1;
         }
         text.truncate(end);
     }
-    text
 }
 
 #[cfg(test)]
@@ -58,9 +80,19 @@ mod tests {
     }
 
     #[test]
-    fn names_longer_than_octavias_limit_are_cut_on_a_character_boundary() {
+    fn names_longer_than_octavias_limit_are_cut_on_a_character_boundary_and_stay_unique() {
         let long = load_balancer(&"c".repeat(200), "ns", &"é".repeat(63));
         assert!(long.len() <= MAX && long.len() >= MAX - 1, "{}", long.len());
         assert!(long.starts_with("kube_service_ccc"));
+        let cluster = "c".repeat(240);
+        let (a, b) =
+            (load_balancer(&cluster, "ns", "web-a"), load_balancer(&cluster, "ns", "web-b"));
+        assert_ne!(a, b);
+        assert_eq!(a.len(), MAX);
+        assert_eq!(a, load_balancer(&cluster, "ns", "web-a"), "stable");
+        // 13 + 200 + 3 + 3 = 219 bytes: not cut, upstream's name.
+        assert_eq!(load_balancer(&"c".repeat(200), "n", "web").len(), 13 + 200 + 1 + 1 + 1 + 3);
+        let long_child = child("listener", 12, &a);
+        assert_eq!(long_child.len(), MAX);
     }
 }

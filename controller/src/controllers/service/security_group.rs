@@ -184,10 +184,10 @@ async fn find_or_create<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Resul
         1 => return Ok(found.remove(0)),
         n => return Err(Error::Invalid(format!("{n} security groups are named {name:?}"))),
     }
-    let description = format!(
+    let description = names::cut(format!(
         "Security group for the members of Service {}/{} (load balancer {})",
         owner.namespace, owner.name, owner.load_balancer
-    );
+    ));
     let tags = [owner.load_balancer.to_owned(), names::OWNER_TAG.to_owned()];
     let doing = format!("creating security group {name:?}");
     let group = cloud

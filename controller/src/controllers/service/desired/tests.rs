@@ -65,6 +65,21 @@ fn every_port_gets_a_listener_pool_and_members_on_its_node_port() {
 }
 
 #[test]
+fn a_long_cluster_name_keeps_every_name_and_description_within_octavias_255_bytes() {
+    let cluster = "c".repeat(250);
+    let long = ServiceId { cluster: &cluster, ..WEB };
+    let vip = Vip { subnet_id: Some("sub".into()), ..Vip::default() };
+    let backends = backends(&[node("a", "10.0.0.1")], &settings());
+    let spec = load_balancer(&long, &ports(), &backends, &[], &settings(), &vip).unwrap();
+    let mut texts = vec![&spec.name, &spec.description];
+    texts.extend(spec.tags.iter());
+    texts.extend(spec.listeners.iter().flat_map(|l| [&l.name, &l.default_pool.name]));
+    for text in texts {
+        assert!(text.len() <= names::MAX, "{} bytes: {text}", text.len());
+    }
+}
+
+#[test]
 fn a_monitor_matches_the_protocol_and_proxy_protocol_changes_the_pool_only() {
     let monitor = Monitor {
         delay: Duration::from_secs(5),
