@@ -53,6 +53,7 @@ class Scene:
         import openstack  # late: --help works without openstacksdk
         self.openstack = openstack
         env_file = envfile.path(args.env)
+        self.env_file = env_file
         self.env = envfile.read(env_file)
         if not os.environ.get('OS_CLIENT_CONFIG_FILE') and self.env.get('OPENSTACK_CLOUDS_YAML'):
             os.environ['OS_CLIENT_CONFIG_FILE'] = self.env['OPENSTACK_CLOUDS_YAML']
@@ -280,6 +281,24 @@ class Scene:
             lb = lbapi.get_load_balancer(lb.id)
         return {'id': lb.id, 'name': lb.name, 'provisioning_status': lb.provisioning_status}
 
+    def loadbalancer_break(self, a):
+        """Marks a load balancer ERROR, as a failed amphora would leave it: the no-op drivers
+        never fail, so the status is written into Octavia's database (the stack's SQLite file,
+        beside the env file), with updated_at moved as Octavia moves it."""
+        import sqlite3
+        db = os.path.join(os.path.dirname(os.path.abspath(self.env_file)), 'octavia', 'octavia.db')
+        if not os.path.exists(db):
+            fail('no Octavia database at %s (a stack with OPENSTACK_OCTAVIA=0?)' % db)
+        with sqlite3.connect(db, timeout=30) as conn:
+            changed = conn.execute(
+                "UPDATE load_balancer SET provisioning_status = 'ERROR', "
+                "operating_status = 'ERROR', updated_at = datetime('now') WHERE id = ?",
+                (a.id,)).rowcount
+        if changed != 1:
+            fail('no load balancer %s in %s' % (a.id, db))
+        lb = self.conn.load_balancer.get_load_balancer(a.id)
+        return {'id': lb.id, 'provisioning_status': lb.provisioning_status}
+
     def member_delete(self, a):
         """Deletes a pool's member by address, as a user editing Octavia by hand would."""
         lbapi = self.conn.load_balancer
@@ -442,6 +461,9 @@ def parse(argv):
     s.add_argument('--name', required=True)
     s = sub.add_parser('loadbalancer-delete', help='delete a load balancer (cascade)')
     s.add_argument('id')
+    s = sub.add_parser('loadbalancer-break',
+                       help="mark a load balancer ERROR in Octavia's database")
+    s.add_argument('id')
     s = sub.add_parser('member-delete', help="delete a pool's member by address")
     s.add_argument('--pool', required=True)
     s.add_argument('--address', required=True)
@@ -481,6 +503,7 @@ def main(argv=None):
         'loadbalancer-delete': scene.loadbalancer_delete,
         'loadbalancer-list': scene.loadbalancer_list,
         'member-delete': scene.member_delete,
+        'loadbalancer-break': scene.loadbalancer_break,
         'network-share': scene.network_share,
         'rbac-delete': scene.rbac_delete,
         'region-create': scene.region_create,

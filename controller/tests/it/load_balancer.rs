@@ -7,18 +7,18 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use testkit::cluster::Cluster;
-use testkit::kube::{NodeFixture, load_balancer_service};
+use testkit::kube::{NodeFixture, is_tainted, load_balancer_service};
 use testkit::stack::StackEnv;
 
 use crate::proxy::OctaviaFront;
 use crate::support::{Process, requests, scene, start_ccm};
 
 /// Long enough for a few of the controller's retries (its backoff starts at 5 s) on a loaded stack.
-const WAIT: Duration = Duration::from_secs(180);
-const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
-const OWNER_TAG: &str = "kube_managed_by_openstack-cloud-controller-manager";
+pub(crate) const WAIT: Duration = Duration::from_secs(180);
+pub(crate) const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+pub(crate) const OWNER_TAG: &str = "kube_managed_by_openstack-cloud-controller-manager";
 
-fn node(name: &str, ip: &str) -> Value {
+pub(crate) fn node(name: &str, ip: &str) -> Value {
     let mut node = NodeFixture::initialized(name).build();
     node["status"]["addresses"] = json!([{"type": "InternalIP", "address": ip}]);
     node
@@ -26,7 +26,11 @@ fn node(name: &str, ip: &str) -> Value {
 
 /// Polls `check` every half second until it returns `Some`, or fails after [`WAIT`] saying
 /// what it waited for.
-async fn until<T>(what: &str, process: &Process, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+pub(crate) async fn until<T>(
+    what: &str,
+    process: &Process,
+    mut check: impl AsyncFnMut() -> Option<T>,
+) -> T {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         if let Some(found) = check().await {
@@ -44,7 +48,7 @@ async fn until<T>(what: &str, process: &Process, mut check: impl AsyncFnMut() ->
 
 /// The controller binary with only the service controller, for `cloud` of the stack, against
 /// `fake`; `tag` makes the cluster name (and so every load-balancer name) this test's own.
-fn start(
+pub(crate) fn start(
     env: &StackEnv,
     fake: &Cluster,
     cloud: &str,
@@ -60,7 +64,7 @@ fn start(
 }
 
 /// [`start`] with `lb` as the `[LoadBalancer]` section's keys.
-fn start_with(
+pub(crate) fn start_with(
     env: &StackEnv,
     fake: &Cluster,
     cloud: &str,
@@ -72,7 +76,7 @@ fn start_with(
 }
 
 /// [`start_with`] with `extra` flags: also the port of /metrics.
-fn start_with_flags(
+pub(crate) fn start_with_flags(
     env: &StackEnv,
     fake: &Cluster,
     cloud: &str,
@@ -96,12 +100,17 @@ fn start_with_flags(
     (process, cluster, port, dir)
 }
 
-async fn lb_list(env: &StackEnv, name: &str) -> Value {
+pub(crate) async fn lb_list(env: &StackEnv, name: &str) -> Value {
     scene(env, &["loadbalancer-list", "--name", name]).await
 }
 
 /// Waits for the Service's `status.loadBalancer.ingress[0].ip`.
-async fn ingress_ip(fake: &Cluster, process: &Process, namespace: &str, name: &str) -> String {
+pub(crate) async fn ingress_ip(
+    fake: &Cluster,
+    process: &Process,
+    namespace: &str,
+    name: &str,
+) -> String {
     until(&format!("ingress on Service {namespace}/{name}"), process, async || {
         let svc = fake.get("v1", "services", namespace, name)?;
         svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
@@ -110,7 +119,7 @@ async fn ingress_ip(fake: &Cluster, process: &Process, namespace: &str, name: &s
 }
 
 /// Deletes the Service and waits until the controller let it go (its finalizer removed).
-async fn delete_service(fake: &Cluster, process: &Process, namespace: &str, name: &str) {
+pub(crate) async fn delete_service(fake: &Cluster, process: &Process, namespace: &str, name: &str) {
     fake.delete("v1", "services", namespace, name);
     until(&format!("Service {namespace}/{name} gone"), process, async || {
         fake.get("v1", "services", namespace, name).is_none().then_some(())
@@ -118,7 +127,7 @@ async fn delete_service(fake: &Cluster, process: &Process, namespace: &str, name
     .await;
 }
 
-fn reasons(fake: &Cluster) -> Vec<String> {
+pub(crate) fn reasons(fake: &Cluster) -> Vec<String> {
     let events = fake.list("events.k8s.io/v1", "events");
     events.iter().filter_map(|e| e["reason"].as_str().map(str::to_owned)).collect()
 }
@@ -275,13 +284,35 @@ async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() 
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn without_octavia_in_the_catalog_the_service_controller_warns_once_and_stays_off() {
     let env = StackEnv::load();
+    // A real server for the node controller, which must keep working.
+    let name = format!("occm-nolb-{}", std::process::id());
+    let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
     let fake = Cluster::start();
     fake.create("v1", "services", "shop", load_balancer_service("shop", "off", &[(80, 30082)]));
-    let (process, _cluster, _dir) =
-        start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED_NO_LB"], "nolb");
-    process.wait_line("no load-balancer (Octavia) endpoint in the catalog", WAIT).await;
+    fake.create("v1", "nodes", "", NodeFixture::tainted(&name).build());
+    let conf = format!(
+        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {}\n",
+        env["OPENSTACK_CLOUDS_YAML"], env["OPENSTACK_CLOUD_APPCRED_NO_LB"]
+    );
+    let flags = ["--controllers=cloud-node,service", "--leader-elect=false"];
+    let (process, _port, _dir) = start_ccm(&fake.url(), &conf, &flags);
+    let warning = "no load-balancer (Octavia) endpoint in the catalog";
+    process.wait_line(warning, WAIT).await;
+    until("the node initialized", &process, async || {
+        let node = fake.get("v1", "nodes", "", &name)?;
+        (!is_tainted(&node) && node["spec"]["providerID"].is_string()).then_some(())
+    })
+    .await;
+    // A node change and a Service change later, still the one warning and an untouched Service.
+    let label = json!({"metadata": {"labels": {"tier": "web"}}});
+    fake.patch("v1", "services", "shop", "off", label.clone());
+    fake.patch("v1", "nodes", "", &name, label);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(process.log().matches(warning).count(), 1, "{}", process.log());
     let svc = fake.get("v1", "services", "shop", "off").unwrap();
     assert!(svc["metadata"].get("finalizers").is_none(), "the Service was touched: {svc}");
+    assert!(svc.pointer("/status/loadBalancer/ingress").is_none(), "{svc}");
+    scene(&env, &["server-delete", server["id"].as_str().unwrap(), "--wait"]).await;
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 mod binary;
 mod end_to_end;
 mod load_balancer;
+mod load_balancer_settings;
 mod oracle;
 mod proxy;
 mod real_openstack;
