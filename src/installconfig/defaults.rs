@@ -7,7 +7,7 @@ use ipnet::IpNet;
 use super::Defaults;
 use super::types::{
     AzureCloudName, ClusterNetworkEntry, InstallConfig, LoadBalancer, LoadBalancerType,
-    MachineNetworkEntry, MachinePool, OpenStackPlatform, Publish,
+    MachineNetworkEntry, MachinePool, OpenStackPlatform, Publish, VspherePlatform,
 };
 use super::validate::parse_cidr;
 
@@ -22,7 +22,6 @@ const OPENSTACK_CLOUD: &str = "openstack";
 /// Hosts of the first machine network that OpenStack's API and Ingress VIPs default to.
 const API_VIP_HOST: u128 = 5;
 const INGRESS_VIP_HOST: u128 = 7;
-const VCENTER_PORT: i32 = 443;
 
 /// Fills every unset field the installer defaults; set fields are never changed, except the
 /// control-plane pool name, which the installer always sets to `master`.
@@ -68,9 +67,48 @@ pub(crate) fn apply(config: &mut InstallConfig, defaults: &Defaults) {
         azure.cloud_name = Some(AzureCloudName::Public);
     }
     if let Some(vsphere) = &mut config.platform.vsphere {
-        for vcenter in &mut vsphere.vcenters {
-            vcenter.port.get_or_insert(VCENTER_PORT);
+        vsphere_defaults(vsphere);
+    }
+}
+
+/// The installer's `vsphere/defaults.SetPlatformDefaults`: a failure domain with a compute
+/// cluster and no resource pool gets the cluster's root pool, `<computeCluster>/Resources`
+/// (Go's `path.Join`, so the path is also cleaned). No vCenter port is defaulted: the
+/// installer leaves it unset, and so do the cloud config and the Infrastructure.
+/// See: issue 19.
+fn vsphere_defaults(p: &mut VspherePlatform) {
+    for fd in &mut p.failure_domains {
+        let topology = &mut fd.topology;
+        let cluster = topology.compute_cluster.as_deref().unwrap_or_default();
+        if is_blank(topology.resource_pool.as_deref()) && !cluster.is_empty() {
+            topology.resource_pool = Some(clean_path(&format!("{cluster}/Resources")));
         }
+    }
+}
+
+/// Go's `path.Clean` for the absolute and relative slash paths vSphere inventory paths are:
+/// repeated slashes folded, `.` dropped, `..` applied lexically.
+pub(crate) fn clean_path(path: &str) -> String {
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&last) if last != ".." => {
+                    parts.pop();
+                }
+                _ if rooted => {}
+                _ => parts.push(".."),
+            },
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_owned(),
+        (false, false) => joined,
     }
 }
 
@@ -162,7 +200,43 @@ mod tests {
         );
         let ports: Vec<_> =
             vsphere.platform.vsphere.unwrap().vcenters.iter().map(|vc| vc.port).collect();
-        assert_eq!(ports, [Some(443), Some(8443)]);
+        assert_eq!(ports, [None, Some(8443)], "the installer defaults no port");
+    }
+
+    #[test]
+    fn vsphere_resource_pool_defaults_to_the_cluster_root_pool() {
+        let mut p: VspherePlatform = serde_json::from_value(serde_json::json!({"failureDomains": [
+            {"topology": {"computeCluster": "/dc/host/c1/"}},
+            {"topology": {"computeCluster": "/dc/host/c2", "resourcePool": "/dc/host/c2/Resources/rp"}},
+            {"topology": {"computeCluster": "/dc/host/c3", "resourcePool": ""}},
+            {"topology": {}},
+        ]}))
+        .unwrap();
+        vsphere_defaults(&mut p);
+        let pools: Vec<_> =
+            p.failure_domains.iter().map(|fd| fd.topology.resource_pool.as_deref()).collect();
+        let expected = [
+            Some("/dc/host/c1/Resources"),
+            Some("/dc/host/c2/Resources/rp"),
+            Some("/dc/host/c3/Resources"),
+            None,
+        ];
+        assert_eq!(pools, expected);
+    }
+
+    #[test]
+    fn clean_path_is_go_path_clean() {
+        for (path, clean) in [
+            ("/dc/host/c1/Resources", "/dc/host/c1/Resources"),
+            ("/dc//host/./c1/", "/dc/host/c1"),
+            ("/dc/host/../vm", "/dc/vm"),
+            ("/../a", "/a"),
+            ("a/../..", ".."),
+            ("", "."),
+            ("/", "/"),
+        ] {
+            assert_eq!(clean_path(path), clean, "{path}");
+        }
     }
 
     fn host(cidr: &str, n: u128) -> Option<String> {

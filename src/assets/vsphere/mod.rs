@@ -134,21 +134,24 @@ fn machine_networks(config: &InstallConfig) -> Vec<String> {
 
 /// `spec.platformSpec.vsphere` and `status.platformStatus.vsphere` of the Infrastructure.
 ///
-/// The spec lists the vCenters, the failure domains that have a compute cluster and a network
-/// (each with its template, default `/<datacenter>/vm/<infraID>-rhcos-<name>`), the node
-/// networking, the VIPs, and the machine networks plus a `/32` (`/128`) for each VIP (the
-/// installer adds one unless that exact CIDR is already listed). The status has the VIPs (with the deprecated single-IP fields and the load balancer
-/// when there are VIPs) and the machine networks. Both are `{}` off vSphere.
+/// The spec lists the vCenters (`port` only when set), the failure domains that have a compute
+/// cluster and a network (each with its template, default
+/// `/<datacenter>/vm/<infraID>-rhcos-<region>-<zone>`, and its resource pool, which defaults
+/// to the cluster's `Resources`), the node networking, the VIPs, and the machine networks plus
+/// a `/32` (`/128`) for each API then each Ingress VIP not already listed. The status has the
+/// same VIP lists (only the plural fields: the installer no longer writes the deprecated
+/// `apiServerInternalIP`/`ingressIP`), the load balancer when one is given, and the same
+/// machine networks as the spec. Both are `{}` off vSphere. See: issue 19.
 pub fn infrastructure(config: &InstallConfig, infra_id: &str) -> (Value, Value) {
     let Some(p) = &config.platform.vsphere else {
         return (json!({}), json!({}));
     };
-    let networks = machine_networks(config);
+    let networks = with_vip_networks(p, &machine_networks(config));
     let mut spec = json!({
         "nodeNetworking": node_networking(config),
         "apiServerInternalIPs": p.api_vips,
         "ingressIPs": p.ingress_vips,
-        "machineNetworks": spec_machine_networks(p, &networks),
+        "machineNetworks": networks,
     });
     let vcenters: Vec<Value> = p.vcenters.iter().map(vcenter_spec).collect();
     if !vcenters.is_empty() {
@@ -167,7 +170,7 @@ pub fn infrastructure(config: &InstallConfig, infra_id: &str) -> (Value, Value) 
             let dc = t.datacenter.as_deref().unwrap_or_default();
             let template = match t.template.as_deref().filter(|t| !t.is_empty()) {
                 Some(template) => template.to_owned(),
-                None => format!("/{dc}/vm/{infra_id}-rhcos-{}", fd.name),
+                None => format!("/{dc}/vm/{infra_id}-rhcos-{}-{}", fd.region, fd.zone),
             };
             let mut topology = json!({
                 "datacenter": dc,
@@ -196,15 +199,12 @@ pub fn infrastructure(config: &InstallConfig, infra_id: &str) -> (Value, Value) 
         "ingressIPs": p.ingress_vips,
         "machineNetworks": networks,
     });
-    if let Some(api) = p.api_vips.first() {
-        status["apiServerInternalIP"] = json!(api);
-        if let Some(ingress) = p.ingress_vips.first() {
-            status["ingressIP"] = json!(ingress);
-        }
-        // Only as given: the installer sets no default, the CRD defaults it on the server.
-        if let Some(kind) = p.load_balancer.as_ref().and_then(|lb| lb.kind.as_ref()) {
-            status["loadBalancer"] = json!({"type": kind.as_str()});
-        }
+    // Only with VIPs and only as given: the installer sets no default, the CRD defaults it on
+    // the server.
+    if !p.api_vips.is_empty()
+        && let Some(kind) = p.load_balancer.as_ref().and_then(|lb| lb.kind.as_ref())
+    {
+        status["loadBalancer"] = json!({"type": kind.as_str()});
     }
     (spec, status)
 }
@@ -217,8 +217,9 @@ fn vcenter_spec(vc: &VCenter) -> Value {
     spec
 }
 
-/// The machine networks, then a host CIDR for each VIP not already listed as one.
-fn spec_machine_networks(p: &VspherePlatform, networks: &[String]) -> Vec<String> {
+/// The machine networks, then a host CIDR for each API and then each Ingress VIP, each listed
+/// once (a VIP already given as a machine network, or shared by API and Ingress, adds none).
+fn with_vip_networks(p: &VspherePlatform, networks: &[String]) -> Vec<String> {
     let mut all = networks.to_vec();
     for vip in p.api_vips.iter().chain(&p.ingress_vips) {
         let v6 = vip.parse::<IpAddr>().map_or(vip.contains(':'), |ip| ip.is_ipv6());

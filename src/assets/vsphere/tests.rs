@@ -62,8 +62,6 @@ vcenter:
   vcenter.example.com:
     datacenters:
     - dc1
-    insecureFlag: true
-    port: 443
     server: vcenter.example.com
 ";
 
@@ -84,13 +82,10 @@ vcenter:
     datacenters:
     - dc1
     - dc2
-    insecureFlag: true
-    port: 443
     server: vc1.example.com
   vc2.example.com:
     datacenters:
     - dc3
-    insecureFlag: true
     port: 8443
     server: vc2.example.com
 ";
@@ -101,8 +96,6 @@ secret-namespace = "kube-system"
 insecure-flag = "1"
 
 [VirtualCenter "vcenter.example.com"]
-port = "443"
-
 datacenters = "dc1"
 
 [Workspace]
@@ -120,8 +113,6 @@ secret-namespace = "kube-system"
 insecure-flag = "1"
 
 [VirtualCenter "vc1.example.com"]
-port = "443"
-
 datacenters = "dc1,dc2"
 [VirtualCenter "vc2.example.com"]
 port = "8443"
@@ -133,6 +124,7 @@ server = "vc1.example.com"
 datacenter = "dc1"
 default-datastore = "/dc1/datastore/ds"
 folder = "/dc1/vm/custom"
+resourcepool-path = "/dc1/host/c1/Resources"
 
 [Labels]
 region = "openshift-region"
@@ -176,13 +168,11 @@ fn ini_reads_back_through_gcfg_with_virtual_center_subsections() {
         .collect();
     assert_eq!(
         vcenters,
-        [
-            "vc1.example.com: port=443 datacenters=dc1,dc2",
-            "vc2.example.com: port=8443 datacenters=dc3"
-        ]
+        ["vc1.example.com: datacenters=dc1,dc2", "vc2.example.com: port=8443 datacenters=dc3"]
     );
     assert_eq!(doc.get("Workspace", "folder"), Some("/dc1/vm/custom"));
-    assert_eq!(doc.get("Workspace", "resourcepool-path"), None);
+    // No resource pool given: the installer's default, the cluster's root pool.
+    assert_eq!(doc.get("Workspace", "resourcepool-path"), Some("/dc1/host/c1/Resources"));
     assert_eq!(doc.get("Labels", "zone"), Some("openshift-zone"));
     assert_eq!(doc.get("Labels", "region"), Some("openshift-region"));
     let one = gcfg::parse(ONE_DOMAIN_INI).unwrap();
@@ -199,11 +189,12 @@ fn yaml_parses_back_to_the_intended_tree() {
     );
     assert_eq!(
         back["vcenter"]["vc2.example.com"],
-        json!({"datacenters": ["dc3"], "insecureFlag": true, "port": 8443, "server": "vc2.example.com"})
+        json!({"datacenters": ["dc3"], "port": 8443, "server": "vc2.example.com"})
     );
     assert_eq!(back["labels"], json!({"region": "openshift-region", "zone": "openshift-zone"}));
     let one: serde_json::Value = serde_saphyr::from_str(ONE_DOMAIN_YAML).unwrap();
-    assert_eq!(one["vcenter"]["vcenter.example.com"]["port"], json!(443));
+    assert!(one["vcenter"]["vcenter.example.com"].get("port").is_none(), "no port unless set");
+    assert!(one["vcenter"]["vcenter.example.com"].get("insecureFlag").is_none());
     assert!(one.get("labels").is_none());
 }
 
@@ -214,10 +205,7 @@ fn ini_values_gcfg_would_misread_are_escaped_inside_the_quotes() {
          \x20   - {server: 'vc\"1', user: u, password: p, datacenters: ['dc#1']}\n",
     );
     let text = cloud_config(&odd, INFRA_ID, ConfigFormat::Ini);
-    assert!(
-        text.contains("[VirtualCenter \"vc\\\"1\"]\nport = \"443\"\n\ndatacenters = \"dc#1\"\n"),
-        "{text}"
-    );
+    assert!(text.contains("[VirtualCenter \"vc\\\"1\"]\ndatacenters = \"dc#1\"\n"), "{text}");
     let doc = gcfg::parse(&text).unwrap();
     assert_eq!(doc.sections[1].subsection.as_deref(), Some("vc\"1"));
     // No failure domain: the workspace falls back to the first vCenter and datacenter.
@@ -247,7 +235,7 @@ fn infrastructure_spec_and_status_follow_the_installer() {
     assert_eq!(
         spec,
         json!({
-            "vcenters": [{"server": "vcenter.example.com", "port": 443, "datacenters": ["dc1"]}],
+            "vcenters": [{"server": "vcenter.example.com", "datacenters": ["dc1"]}],
             "failureDomains": [{
                 "name": "fd-1", "region": "region-a", "zone": "zone-a",
                 "server": "vcenter.example.com",
@@ -255,7 +243,7 @@ fn infrastructure_spec_and_status_follow_the_installer() {
                     "datacenter": "dc1", "computeCluster": "/dc1/host/cluster1",
                     "networks": ["vm-network"], "datastore": "/dc1/datastore/ds1",
                     "resourcePool": "/dc1/host/cluster1/Resources",
-                    "template": "/dc1/vm/ocp-x7k2p-rhcos-fd-1",
+                    "template": "/dc1/vm/ocp-x7k2p-rhcos-region-a-zone-a",
                 },
             }],
             "nodeNetworking": {
@@ -270,9 +258,9 @@ fn infrastructure_spec_and_status_follow_the_installer() {
     assert_eq!(
         status,
         json!({
-            "apiServerInternalIP": "192.168.10.5", "apiServerInternalIPs": ["192.168.10.5"],
-            "ingressIP": "192.168.10.7", "ingressIPs": ["192.168.10.7"],
-            "machineNetworks": cidrs,
+            "apiServerInternalIPs": ["192.168.10.5"],
+            "ingressIPs": ["192.168.10.7"],
+            "machineNetworks": spec["machineNetworks"],
         })
     );
 }
@@ -295,7 +283,11 @@ fn infrastructure_without_vips_keeps_user_node_networking_and_templates() {
     assert_eq!(spec["failureDomains"][0]["topology"]["folder"], json!("/dc1/vm/custom"));
     assert_eq!(
         spec["failureDomains"][2]["topology"]["template"],
-        json!("/dc3/vm/ocp-x7k2p-rhcos-fd-c")
+        json!("/dc3/vm/ocp-x7k2p-rhcos-dc3-fd-c")
+    );
+    assert_eq!(
+        spec["failureDomains"][1]["topology"]["resourcePool"],
+        json!("/dc2/host/c1/Resources")
     );
     assert_eq!(spec["machineNetworks"], json!(["10.0.0.0/16"]));
     assert_eq!(
@@ -326,4 +318,83 @@ fn the_config_format_defaults_to_yaml_and_its_flag_values_are_its_serde_names() 
         assert_eq!(serde_json::to_value(format).unwrap(), flag);
     }
     assert!(ConfigFormat::from_str("toml", false).is_err());
+}
+
+/// One vSphere case of the installer's `TestGenerateInfrastructure`
+/// (`pkg/asset/manifests/infrastructure_test.go`). Node networking is always the machine
+/// networks; spec and status have the same machine networks.
+struct VipCase {
+    name: &'static str,
+    machine: &'static [&'static str],
+    api: &'static [&'static str],
+    ingress: &'static [&'static str],
+    machine_networks: &'static [&'static str],
+}
+
+const VIP_NETWORK_CASES: &[VipCase] = &[
+    VipCase {
+        name: "VIPs appended to machine networks",
+        machine: &["10.0.0.0/16"],
+        api: &["192.168.1.0"],
+        ingress: &["192.168.222.4"],
+        machine_networks: &["10.0.0.0/16", "192.168.1.0/32", "192.168.222.4/32"],
+    },
+    VipCase {
+        name: "dual stack: every API VIP, then every Ingress VIP",
+        machine: &["10.0.0.0/16", "2001:db8::/32"],
+        api: &["192.168.1.0", "fe80::1"],
+        ingress: &["192.168.222.4", "fe80::2"],
+        machine_networks: &[
+            "10.0.0.0/16",
+            "2001:db8::/32",
+            "192.168.1.0/32",
+            "fe80::1/128",
+            "192.168.222.4/32",
+            "fe80::2/128",
+        ],
+    },
+    VipCase {
+        name: "a VIP already listed as a machine network is not repeated",
+        machine: &["10.0.0.0/16", "192.168.1.0/32"],
+        api: &["192.168.1.0"],
+        ingress: &["192.168.222.4"],
+        machine_networks: &["10.0.0.0/16", "192.168.1.0/32", "192.168.222.4/32"],
+    },
+    VipCase {
+        name: "the same API and Ingress VIP is listed once",
+        machine: &["10.0.0.0/16"],
+        api: &["192.168.1.0"],
+        ingress: &["192.168.1.0"],
+        machine_networks: &["10.0.0.0/16", "192.168.1.0/32"],
+    },
+];
+
+fn flow_list(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|item| format!("'{item}'")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+#[test]
+fn infrastructure_machine_networks_match_the_installer_table() {
+    for case in VIP_NETWORK_CASES {
+        let VipCase { name, machine, api, ingress, machine_networks } = case;
+        let cidrs: Vec<String> = machine.iter().map(|c| format!("{{cidr: '{c}'}}")).collect();
+        let c = config(&format!(
+            "networking:\n  machineNetwork: [{}]\nplatform:\n  vsphere:\n\
+             \x20   apiVIPs: {}\n    ingressVIPs: {}\n    loadBalancer: {{type: UserManaged}}\n\
+             \x20   vcenters: [{{server: vc, user: u, password: p, datacenters: [dc]}}]\n",
+            cidrs.join(", "),
+            flow_list(api),
+            flow_list(ingress),
+        ));
+        let (spec, status) = infrastructure(&c, INFRA_ID);
+        assert_eq!(spec["machineNetworks"], json!(machine_networks), "{name}: spec");
+        assert_eq!(status["machineNetworks"], json!(machine_networks), "{name}: status");
+        assert_eq!(status["apiServerInternalIPs"], json!(api), "{name}");
+        assert_eq!(status["ingressIPs"], json!(ingress), "{name}");
+        assert!(status.get("apiServerInternalIP").is_none(), "{name}: no singular field");
+        assert!(status.get("ingressIP").is_none(), "{name}: no singular field");
+        let side = json!({"networkSubnetCidr": machine});
+        assert_eq!(spec["nodeNetworking"], json!({"external": side, "internal": side}), "{name}");
+    }
 }

@@ -15,15 +15,18 @@ use crate::installconfig::VspherePlatform;
 use ccm_formats::yaml::to_yaml;
 
 /// `global` (the credentials Secret, self-signed certificates accepted), one `vcenter` entry
-/// per vCenter (keyed by server, with its own `insecureFlag: true`: explicit, so the entry
-/// reads the same on its own, though the CCM would inherit it from `global`), `labels` with
+/// per vCenter (keyed by server; `port` only when the install-config sets one), `labels` with
 /// more than one failure domain, and `nodes`.
+///
+/// `insecureFlag` is written in `global` only, as the installer does: a vCenter entry inherits
+/// it (an earlier issue asked for it per vCenter; the installer never wrote it there).
+/// See: issue 19.
 pub(super) fn render(p: &VspherePlatform, networking: &NodeNetworking) -> String {
     let vcenters: Map<String, Value> = p
         .vcenters
         .iter()
         .map(|vc| {
-            let mut entry = json!({"server": vc.server, "insecureFlag": true});
+            let mut entry = json!({"server": vc.server});
             if let Some(port) = vc.port.filter(|port| *port != 0) {
                 entry["port"] = json!(port);
             }
