@@ -96,6 +96,12 @@ pub struct OpenStackPlatform {
     /// Default machine settings; opaque.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_machine_platform: Option<Value>,
+    /// Flavor of the bootstrap machine (else the control plane's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bootstrap_flavor: Option<String>,
+    /// `Internal` (default) or `External` (only with a user-managed load balancer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dns_records_type: Option<String>,
 }
 
 impl OpenStackPlatform {

@@ -7,6 +7,7 @@ mod field;
 mod keys;
 mod names;
 mod networking;
+mod openstack;
 mod platforms;
 mod uri;
 mod vips;
@@ -68,6 +69,9 @@ pub(crate) fn validate(config: &InstallConfig) -> Vec<FieldError> {
     errs.extend(vips::check(config, &plan));
     errs.extend(platforms::check(&config.platform));
     errs.extend(machine_pools(config));
+    if config.platform.openstack.is_some() {
+        errs.extend(openstack::machine_pools(config));
+    }
     if let Some(proxy) = &config.proxy {
         errs.extend(check_proxy(proxy, &plan));
     }

@@ -1,14 +1,13 @@
 //! Per-platform checks: the fields each platform requires and the values it supports.
 
 use std::collections::BTreeSet;
-use std::net::IpAddr;
 
 use super::field::{FieldError, Path};
 use super::uri;
 use crate::installconfig::types::{
     AwsPlatform, AzureCloudName, AzurePlatform, CloudControllerManager, ExternalPlatform,
-    GcpPlatform, IbmCloudPlatform, IbmService, IpFamily, LoadBalancerType, NutanixPlatform,
-    OpenStackPlatform, Platform, PowerVsPlatform, PrismEndpoint, ServiceEndpoint, VspherePlatform,
+    GcpPlatform, IbmCloudPlatform, IbmService, IpFamily, NutanixPlatform, Platform,
+    PowerVsPlatform, PrismEndpoint, ServiceEndpoint, VspherePlatform,
 };
 
 /// `platform`: exactly one platform, then that platform's own checks.
@@ -46,7 +45,7 @@ pub(crate) fn check(p: &Platform) -> Vec<FieldError> {
         errs.extend(check_nutanix(nutanix, &path.child("nutanix")));
     }
     if let Some(openstack) = &p.openstack {
-        errs.extend(check_openstack(openstack, &path.child("openstack")));
+        errs.extend(super::openstack::check(openstack, &path.child("openstack")));
     }
     if let Some(powervs) = &p.powervs {
         errs.extend(check_powervs(powervs, &path.child("powervs")));
@@ -173,38 +172,6 @@ fn prism_endpoint(e: &PrismEndpoint, path: &Path, what: &str) -> Vec<FieldError>
         let detail =
             format!("The {what} endpoint port is invalid, must be in the range of 1 to 65535");
         errs.push(FieldError::invalid(&path.child("port"), i64::from(port), detail));
-    }
-    errs
-}
-
-fn check_openstack(p: &OpenStackPlatform, path: &Path) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    required(&mut errs, &p.cloud, &path.child("cloud"), "a cloud must be specified");
-    if let Some(LoadBalancerType::Other(value)) =
-        p.load_balancer.as_ref().and_then(|lb| lb.kind.as_ref())
-    {
-        let at = path.child("loadBalancer").child("type");
-        errs.push(FieldError::not_supported(&at, value, LoadBalancerType::KNOWN));
-    }
-    let no_external_network = p.external_network.as_deref().unwrap_or("").is_empty();
-    for (key, value) in
-        [("apiFloatingIP", &p.api_floating_ip), ("ingressFloatingIP", &p.ingress_floating_ip)]
-    {
-        let Some(ip) = value.as_deref().filter(|ip| !ip.is_empty()) else { continue };
-        let at = path.child(key);
-        if ip.parse::<IpAddr>().is_err() {
-            errs.push(FieldError::invalid(&at, ip, format!("\"{ip}\" is not a valid IP")));
-        }
-        if no_external_network {
-            let detail = "Cannot set floating ips when external network not specified";
-            errs.push(FieldError::invalid(&at, ip, detail));
-        }
-    }
-    for (i, ip) in p.external_dns.iter().enumerate() {
-        if ip.parse::<IpAddr>().is_err() {
-            let at = path.child("externalDNS").index(i);
-            errs.push(FieldError::invalid(&at, ip, format!("\"{ip}\" is not a valid IP")));
-        }
     }
     errs
 }

@@ -4,8 +4,9 @@ use crate::installconfig::{Defaults, Error, parse};
 
 const HEAD: &str = "apiVersion: v1\nmetadata:\n  name: ocp\nbaseDomain: example.com\n";
 
-/// The errors of `HEAD` + `rest`, as printed (without the file prefix).
-fn errors(rest: &str) -> Vec<String> {
+/// The errors of `HEAD` + `rest`, as printed (without the file prefix); the per-platform
+/// rule tables use it too.
+pub(super) fn errors(rest: &str) -> Vec<String> {
     match parse(&format!("{HEAD}{rest}"), "install-config.yaml", &Defaults::default()) {
         Ok(_) => Vec::new(),
         Err(Error::Invalid { errors, .. }) => errors.iter().map(ToString::to_string).collect(),
@@ -221,7 +222,7 @@ fn vips_follow_the_installer_rules() {
     assert_errors(
         "platform:\n  openstack:\n    loadBalancer: {type: Octavia}\n",
         &[
-            "platform.openstack.loadBalancer.type: Unsupported value: \"Octavia\": supported values: \"OpenShiftManagedDefault\", \"UserManaged\"",
+            "platform.openstack.loadBalancer.type: Invalid value: \"Octavia\": invalid load balancer type",
         ],
     );
     assert_errors(
