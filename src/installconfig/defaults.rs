@@ -196,7 +196,8 @@ mod tests {
         let azure = defaulted("azure: {region: eastus}").platform.azure.unwrap();
         assert_eq!(azure.cloud_name, Some(AzureCloudName::Public));
         let vsphere = defaulted(
-            "vsphere: {vcenters: [{server: vc, user: u, password: p, datacenters: [dc]}, {server: vc2, port: 8443, user: u, password: p, datacenters: [dc]}]}",
+            "vsphere: {vcenters: [{server: vc, user: u, password: p, datacenters: [dc]}, {server: vc2, port: 8443, user: u, password: p, datacenters: [dc]}], \
+             failureDomains: [{name: fd, region: r, zone: z, server: vc2, topology: {datacenter: dc, computeCluster: /dc/host/c, networks: [n], datastore: /dc/datastore/ds}}]}",
         );
         let ports: Vec<_> =
             vsphere.platform.vsphere.unwrap().vcenters.iter().map(|vc| vc.port).collect();

@@ -330,6 +330,8 @@ mod tests {
             "apiVersion: v1\nmetadata: {name: ocp}\nbaseDomain: example.com\n",
             "pullSecret: 'pull-s3cret'\nplatform:\n  vsphere:\n    vcenters:\n",
             "    - {server: vc, user: admin, password: vc-s3cret, datacenters: [dc]}\n",
+            "    failureDomains:\n    - {name: fd, region: r, zone: z, server: vc, topology: ",
+            "{datacenter: dc, computeCluster: /dc/host/c, networks: [n], datastore: /dc/datastore/ds}}\n",
         );
         let loaded = parse(text, "f", &Defaults::default()).unwrap_or_else(|err| panic!("{err}"));
         let debug = format!("{:?} {:#?}", loaded.config, loaded.config);

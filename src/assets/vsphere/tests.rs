@@ -29,12 +29,12 @@ fn one_domain() -> InstallConfig {
 }
 
 /// Two vCenters (one on another port), three failure domains, one of them in a datacenter
-/// its vCenter does not list, explicit node networking, no VIPs.
+/// its vCenter does not list, explicit node networking on the domains' network, no VIPs.
 fn three_domains() -> InstallConfig {
     let domain = |name: &str, server: &str, dc: &str, extra: &str| {
         format!(
             "    - name: {name}\n      region: {dc}\n      zone: {name}\n      server: {server}\n\
-             \x20     topology: {{datacenter: {dc}, computeCluster: /{dc}/host/c1, networks: [net], \
+             \x20     topology: {{datacenter: {dc}, computeCluster: /{dc}/host/c1, networks: [vm-internal], \
              datastore: /{dc}/datastore/ds{extra}}}\n"
         )
     };
@@ -50,6 +50,10 @@ fn three_domains() -> InstallConfig {
         domain("fd-c", "vc2.example.com", "dc3", ""),
     ))
 }
+
+/// The one failure domain the installer requires, on vCenter `vc`.
+const DOMAIN_ON_VC: &str = "    failureDomains: [{name: fd, region: r, zone: z, server: vc, topology: \
+    {datacenter: dc, computeCluster: /dc/host/c, networks: [n], datastore: /dc/datastore/ds}}]\n";
 
 const ONE_DOMAIN_YAML: &str = "global:
   insecureFlag: true
@@ -202,13 +206,30 @@ fn yaml_parses_back_to_the_intended_tree() {
 fn ini_values_gcfg_would_misread_are_escaped_inside_the_quotes() {
     let odd = config(
         "platform:\n  vsphere:\n    vcenters:\n\
-         \x20   - {server: 'vc\"1', user: u, password: p, datacenters: ['dc#1']}\n",
+         \x20   - {server: vc1, user: u, password: p, datacenters: ['dc#1']}\n\
+         \x20   failureDomains: [{name: fd, region: r, zone: z, server: vc1, topology: {datacenter: 'dc#1', \
+         computeCluster: '/dc#1/host/c;1', networks: [n], datastore: '/dc#1/datastore/ds \"a\"'}}]\n",
     );
     let text = cloud_config(&odd, INFRA_ID, ConfigFormat::Ini);
+    assert!(text.contains("[VirtualCenter \"vc1\"]\ndatacenters = \"dc#1\"\n"), "{text}");
+    let doc = gcfg::parse(&text).unwrap();
+    assert_eq!(doc.get("Workspace", "datacenter"), Some("dc#1"));
+    assert_eq!(doc.get("Workspace", "default-datastore"), Some("/dc#1/datastore/ds \"a\""));
+    assert_eq!(doc.get("Workspace", "folder"), Some("/dc#1/vm/ocp-x7k2p"));
+    assert_eq!(doc.get("Workspace", "resourcepool-path"), Some("/dc#1/host/c;1/Resources"));
+}
+
+#[test]
+fn the_ini_writer_quotes_a_vcenter_subsection_and_falls_back_without_failure_domains() {
+    // Validation refuses such a server and requires a failure domain; the writer is safe anyway.
+    let p: VspherePlatform = serde_json::from_value(json!({
+        "vcenters": [{"server": "vc\"1", "user": "u", "password": "p", "datacenters": ["dc#1"]}],
+    }))
+    .unwrap();
+    let text = ini::render(&p, INFRA_ID);
     assert!(text.contains("[VirtualCenter \"vc\\\"1\"]\ndatacenters = \"dc#1\"\n"), "{text}");
     let doc = gcfg::parse(&text).unwrap();
     assert_eq!(doc.sections[1].subsection.as_deref(), Some("vc\"1"));
-    // No failure domain: the workspace falls back to the first vCenter and datacenter.
     assert_eq!(doc.get("Workspace", "server"), Some("vc\"1"));
     assert_eq!(doc.get("Workspace", "folder"), Some("/dc#1/vm/ocp-x7k2p"));
 }
@@ -298,14 +319,13 @@ fn infrastructure_without_vips_keeps_user_node_networking_and_templates() {
 
 #[test]
 fn a_user_managed_load_balancer_and_ipv6_vips_are_reported() {
-    let c = config(
-        "networking:\n  machineNetwork: [{cidr: 'fd00::/64'}]\nplatform:\n  vsphere:\n\
-         \x20   apiVIPs: ['fd00::5']\n    ingressVIPs: ['fd00::7']\n    loadBalancer: {type: UserManaged}\n\
-         \x20   vcenters: [{server: vc, user: u, password: p, datacenters: [dc]}]\n",
-    );
+    let c = config(&format!(
+        "networking:\n  machineNetwork: [{{cidr: 'fd00::/64'}}]\nplatform:\n  vsphere:\n\
+         \x20   apiVIPs: ['fd00::5']\n    ingressVIPs: ['fd00::7']\n    loadBalancer: {{type: UserManaged}}\n\
+         \x20   vcenters: [{{server: vc, user: u, password: p, datacenters: [dc]}}]\n{DOMAIN_ON_VC}",
+    ));
     let (spec, status) = infrastructure(&c, INFRA_ID);
     assert_eq!(spec["machineNetworks"], json!(["fd00::/64", "fd00::5/128", "fd00::7/128"]));
-    assert!(spec.get("failureDomains").is_none());
     assert_eq!(status["loadBalancer"], json!({"type": "UserManaged"}));
 }
 
@@ -382,7 +402,7 @@ fn infrastructure_machine_networks_match_the_installer_table() {
         let c = config(&format!(
             "networking:\n  machineNetwork: [{}]\nplatform:\n  vsphere:\n\
              \x20   apiVIPs: {}\n    ingressVIPs: {}\n    loadBalancer: {{type: UserManaged}}\n\
-             \x20   vcenters: [{{server: vc, user: u, password: p, datacenters: [dc]}}]\n",
+             \x20   vcenters: [{{server: vc, user: u, password: p, datacenters: [dc]}}]\n{DOMAIN_ON_VC}",
             cidrs.join(", "),
             flow_list(api),
             flow_list(ingress),

@@ -11,9 +11,10 @@ mod openstack;
 mod platforms;
 mod uri;
 mod vips;
+mod vsphere;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;

@@ -7,7 +7,7 @@ use super::uri;
 use crate::installconfig::types::{
     AwsPlatform, AzureCloudName, AzurePlatform, CloudControllerManager, ExternalPlatform,
     GcpPlatform, IbmCloudPlatform, IbmService, IpFamily, NutanixPlatform, Platform,
-    PowerVsPlatform, PrismEndpoint, ServiceEndpoint, VspherePlatform,
+    PowerVsPlatform, PrismEndpoint, ServiceEndpoint,
 };
 
 /// `platform`: exactly one platform, then that platform's own checks.
@@ -51,7 +51,7 @@ pub(crate) fn check(p: &Platform) -> Vec<FieldError> {
         errs.extend(check_powervs(powervs, &path.child("powervs")));
     }
     if let Some(vsphere) = &p.vsphere {
-        errs.extend(check_vsphere(vsphere, &path.child("vsphere")));
+        errs.extend(super::vsphere::check(vsphere, &path.child("vsphere")));
     }
     errs
 }
@@ -172,55 +172,6 @@ fn prism_endpoint(e: &PrismEndpoint, path: &Path, what: &str) -> Vec<FieldError>
         let detail =
             format!("The {what} endpoint port is invalid, must be in the range of 1 to 65535");
         errs.push(FieldError::invalid(&path.child("port"), i64::from(port), detail));
-    }
-    errs
-}
-
-fn check_vsphere(p: &VspherePlatform, path: &Path) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let vc_path = path.child("vcenters");
-    if p.vcenters.is_empty() {
-        errs.push(FieldError::required(&vc_path, "must be defined"));
-    }
-    for (i, vc) in p.vcenters.iter().enumerate() {
-        let at = vc_path.index(i);
-        let detail = "must be the domain name or IP address of the vCenter";
-        required(&mut errs, &vc.server, &at.child("server"), detail);
-        required(&mut errs, &vc.user, &at.child("user"), "must specify the username");
-        required(
-            &mut errs,
-            vc.password.expose(),
-            &at.child("password"),
-            "must specify the password",
-        );
-        if vc.datacenters.is_empty() {
-            let detail = "must specify at least one datacenter";
-            errs.push(FieldError::required(&at.child("datacenters"), detail));
-        }
-        if let Some(port) = vc.port
-            && !(1..=65535).contains(&port)
-        {
-            let detail = "port must be in the range of 1 to 65535";
-            errs.push(FieldError::invalid(&at.child("port"), i64::from(port), detail));
-        }
-    }
-    let servers: BTreeSet<&str> = p.vcenters.iter().map(|vc| vc.server.as_str()).collect();
-    let fd_path = path.child("failureDomains");
-    let mut names = BTreeSet::new();
-    for (i, fd) in p.failure_domains.iter().enumerate() {
-        let at = fd_path.index(i);
-        required(&mut errs, &fd.name, &at.child("name"), "must specify the name");
-        if !fd.name.is_empty() && !names.insert(fd.name.as_str()) {
-            errs.push(FieldError::duplicate(&at.child("name"), &fd.name));
-        }
-        required(&mut errs, &fd.region, &at.child("region"), "must specify region tag value");
-        required(&mut errs, &fd.zone, &at.child("zone"), "must specify zone tag value");
-        if fd.server.is_empty() {
-            errs.push(FieldError::required(&at.child("server"), "must specify a vCenter server"));
-        } else if !servers.contains(fd.server.as_str()) {
-            let detail = "server does not exist in vcenters";
-            errs.push(FieldError::invalid(&at.child("server"), &fd.server, detail));
-        }
     }
     errs
 }

@@ -14,6 +14,16 @@ pub(super) fn errors(rest: &str) -> Vec<String> {
     }
 }
 
+/// The smallest `vsphere` platform the installer accepts, as a flow mapping: one vCenter
+/// `vc` and one failure domain, with `extra` keys (`, apiVIPs: [...]`) appended.
+pub(crate) fn vsphere(extra: &str) -> String {
+    format!(
+        "vsphere: {{vcenters: [{{server: vc, user: u, password: p, datacenters: [dc]}}], \
+         failureDomains: [{{name: fd, region: r, zone: z, server: vc, topology: {{datacenter: dc, \
+         computeCluster: /dc/host/c, networks: [n], datastore: /dc/datastore/ds}}}}]{extra}}}"
+    )
+}
+
 #[track_caller]
 fn assert_errors(rest: &str, expected: &[&str]) {
     assert_eq!(errors(rest), expected, "for:\n{rest}");
@@ -28,7 +38,7 @@ fn minimal_configs_of_every_platform_are_valid() {
         "gcp: {projectID: p, region: us-central1}",
         "ibmcloud: {region: us-south}",
         "nutanix: {prismCentral: {endpoint: {address: pc, port: 9440}, username: u, password: p}, prismElements: [{endpoint: {address: pe, port: 9440}, uuid: x}], subnetUUIDs: [s]}",
-        "vsphere: {vcenters: [{server: vc, user: u, password: p, datacenters: [dc]}]}",
+        &vsphere(""),
         "baremetal: {apiVIPs: [10.0.0.5], ingressVIPs: [10.0.0.7], hosts: []}",
         "none: {}",
         "none:",
@@ -83,10 +93,14 @@ fn platforms_name_their_required_fields() {
     assert_errors(
         "platform:\n  vsphere: {vcenters: [{server: vc}], failureDomains: [{name: a, region: r, zone: z, server: other}]}\n",
         &[
-            "platform.vsphere.failureDomains[0].server: Invalid value: \"other\": server does not exist in vcenters",
+            "platform.vsphere.failureDomains.server: Invalid value: \"other\": server does not exist in vcenters",
+            "platform.vsphere.failureDomains.topology.computeCluster: Required value: must specify a computeCluster",
+            "platform.vsphere.failureDomains.topology.datacenter: Required value: must specify a datacenter",
+            "platform.vsphere.failureDomains.topology.datastore: Required value: must specify a datastore",
+            "platform.vsphere.failureDomains.topology.networks: Required value: must specify a network",
             "platform.vsphere.vcenters[0].datacenters: Required value: must specify at least one datacenter",
             "platform.vsphere.vcenters[0].password: Required value: must specify the password",
-            "platform.vsphere.vcenters[0].user: Required value: must specify the username",
+            "platform.vsphere.vcenters[0].username: Required value: must specify the username",
         ],
     );
     assert_errors(
@@ -214,7 +228,7 @@ fn vips_follow_the_installer_rules() {
         &[],
     );
     assert_errors(
-        "platform:\n  vsphere: {vcenters: [{server: vc, user: u, password: p, datacenters: [dc]}], apiVIPs: [192.168.1.1]}\n",
+        &format!("platform:\n  {}\n", vsphere(", apiVIPs: [192.168.1.1]")),
         &[
             "platform.vsphere.ingressVIPs: Required value: must specify VIP for ingress, when VIP for API is set",
         ],
@@ -332,7 +346,7 @@ fn credentials_mode_follows_the_platform_table() {
             Some("credentialsMode: Unsupported value: \"Mint\": supported values: \"Manual\""),
         ),
         (
-            "vsphere: {vcenters: [{server: vc, user: u, password: p, datacenters: [dc]}]}",
+            &vsphere(""),
             "Manual",
             Some(
                 "credentialsMode: Invalid value: \"Manual\": cannot be set when using the \"vsphere\" platform",
