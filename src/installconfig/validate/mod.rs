@@ -69,6 +69,9 @@ pub(crate) fn validate(config: &InstallConfig) -> Vec<FieldError> {
     errs.extend(networking::check(&config.networking, &plan, &config.platform));
     errs.extend(vips::check(config, &plan));
     errs.extend(platforms::check(&config.platform));
+    if let Some(vsphere) = &config.platform.vsphere {
+        errs.extend(vsphere::check_hosts(vsphere, config));
+    }
     errs.extend(machine_pools(config));
     if config.platform.openstack.is_some() {
         errs.extend(openstack::machine_pools(config));

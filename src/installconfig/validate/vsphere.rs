@@ -16,6 +16,10 @@ use super::names;
 use super::networking::parse_cidr;
 use crate::installconfig::types::{FailureDomain, LoadBalancerType, VspherePlatform};
 
+mod hosts;
+
+pub(crate) use hosts::check as check_hosts;
+
 /// `diskType` values, sorted as the installer's `sets.List` prints them.
 const DISK_TYPES: &[&str] = &["eagerZeroedThick", "thick", "thin"];
 

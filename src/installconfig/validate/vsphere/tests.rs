@@ -35,7 +35,7 @@ fn set(target: &mut Value, fragment: &str) {
 
 /// The valid platform with keys set on its vCenter, failure domain, topology and itself,
 /// as an install-config `platform` section (JSON is YAML).
-fn platform(vcenter: &str, fd: &str, topology: &str, extra: &str) -> String {
+pub(super) fn platform(vcenter: &str, fd: &str, topology: &str, extra: &str) -> String {
     let mut p = valid();
     set(&mut p["vcenters"][0], vcenter);
     set(&mut p["failureDomains"][0], fd);
