@@ -1,6 +1,6 @@
 //! Per-platform checks: the fields each platform requires and the values it supports.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use super::field::{FieldError, Path};
 use super::uri;
@@ -216,17 +216,29 @@ impl Names {
 /// Endpoint overrides: a known service name and a valid absolute URL each, one per name.
 fn service_endpoints(endpoints: &[ServiceEndpoint], path: &Path, names: Names) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let mut seen = BTreeSet::new();
+    let mut seen = BTreeMap::new();
     for (i, endpoint) in endpoints.iter().enumerate() {
         let at = path.index(i);
-        if endpoint.name.is_empty() {
+        let aws = matches!(names, Names::LowercaseId);
+        let name = endpoint.name.as_str();
+        if name.is_empty() {
             errs.push(FieldError::required(&at.child("name"), "must specify the service name"));
-        } else if !seen.insert(endpoint.name.as_str()) {
-            errs.push(FieldError::duplicate(&at.child("name"), &endpoint.name));
+        } else if let Some(first) = seen.get(name).filter(|_| aws) {
+            // The installer's AWS wording, which names the first entry.
+            let detail = format!(
+                "duplicate service endpoint not allowed for {name}, service endpoint already defined at {}",
+                path.index(*first)
+            );
+            errs.push(FieldError::invalid(&at.child("name"), name, detail));
+        } else if seen.contains_key(name) {
+            errs.push(FieldError::duplicate(&at.child("name"), name));
         } else {
-            errs.extend(names.check(&endpoint.name, &at.child("name")));
+            seen.insert(name, i);
+            errs.extend(names.check(name, &at.child("name")));
         }
-        if let Err(detail) = uri::absolute(&endpoint.url) {
+        let url =
+            if aws { uri::aws_service_url(&endpoint.url) } else { uri::absolute(&endpoint.url) };
+        if let Err(detail) = url {
             errs.push(FieldError::invalid(&at.child("url"), &endpoint.url, detail));
         }
     }

@@ -110,11 +110,13 @@ fn platforms_name_their_required_fields() {
         ],
     );
     assert_errors(
-        "platform:\n  aws: {region: r, ipFamily: IPv6, serviceEndpoints: [{name: ec2, url: 'https://a'}, {name: ec2, url: 'https://'}]}\n",
+        "platform:\n  aws: {region: r, ipFamily: IPv6, serviceEndpoints: [{name: ec2, url: 'https://a'}, {name: ec2, url: 'https://'}, {name: s3, url: 'http://s3.example.com/x'}, {name: sts, url: 'sts.example.com/x'}]}\n",
         &[
             "platform.aws.ipFamily: Unsupported value: \"IPv6\": supported values: \"IPv4\", \"DualStackIPv4Primary\", \"DualStackIPv6Primary\"",
-            "platform.aws.serviceEndpoints[1].name: Duplicate value: \"ec2\"",
+            "platform.aws.serviceEndpoints[1].name: Invalid value: \"ec2\": duplicate service endpoint not allowed for ec2, service endpoint already defined at platform.aws.serviceEndpoints[0]",
             "platform.aws.serviceEndpoints[1].url: Invalid value: \"https://\": host cannot be empty, empty host provided",
+            "platform.aws.serviceEndpoints[2].url: Invalid value: \"http://s3.example.com/x\": invalid scheme http, only https allowed",
+            "platform.aws.serviceEndpoints[3].url: Invalid value: \"sts.example.com/x\": no path or request parameters must be provided, \"/x\" was provided",
         ],
     );
 }

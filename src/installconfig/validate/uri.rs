@@ -42,22 +42,65 @@ fn split_scheme(text: &str) -> Option<(&str, &str)> {
     valid.then_some((scheme, rest))
 }
 
-/// An endpoint override URL: `https://` is assumed when no scheme is given, and a host is
-/// required (the installer's `validateServiceURL`, without its https-only rule on AWS).
+/// An endpoint override URL split for checking: its scheme (lowercased), host (without user
+/// or port) and Go's `RequestURI` (path and query, `/` when empty). `https://` is assumed
+/// when no scheme is given, as the installer's `validateServiceURL` does.
+struct Endpoint {
+    scheme: String,
+    host: String,
+    request: String,
+}
+
+impl Endpoint {
+    fn parse(text: &str) -> Result<Self, String> {
+        let with_scheme =
+            if text.contains("://") { text.to_owned() } else { format!("https://{text}") };
+        let scheme = request_uri(&with_scheme)?;
+        let rest = with_scheme.split_once("://").map_or("", |(_, rest)| rest);
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+        let host = host.rsplit_once(':').map_or(host, |(host, _)| host).to_owned();
+        let request = tail.split('#').next().unwrap_or("");
+        let request = if request.is_empty() || request.starts_with('?') {
+            format!("/{request}")
+        } else {
+            request.to_owned()
+        };
+        Ok(Self { scheme, host, request })
+    }
+}
+
+const EMPTY_HOST: &str = "host cannot be empty, empty host provided";
+
+/// An endpoint override URL on GCP and IBM Cloud: http or https, and a host.
 pub(crate) fn absolute(text: &str) -> Result<(), String> {
-    let with_scheme =
-        if text.contains("://") { text.to_owned() } else { format!("https://{text}") };
-    let scheme = request_uri(&with_scheme)?;
-    if !matches!(scheme.as_str(), "http" | "https") {
+    let endpoint = Endpoint::parse(text)?;
+    if !matches!(endpoint.scheme.as_str(), "http" | "https") {
+        let scheme = endpoint.scheme;
         return Err(format!("invalid scheme {scheme}, only http and https allowed"));
     }
-    let authority = with_scheme
-        .split_once("://")
-        .map_or("", |(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(""));
-    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    let host = host.rsplit_once(':').map_or(host, |(host, _)| host);
-    if host.is_empty() {
-        return Err("host cannot be empty, empty host provided".to_owned());
+    if endpoint.host.is_empty() {
+        return Err(EMPTY_HOST.to_owned());
+    }
+    Ok(())
+}
+
+/// The installer's AWS `validateServiceURL`: a host, then the https scheme, then no path or
+/// query, in that order.
+pub(crate) fn aws_service_url(text: &str) -> Result<(), String> {
+    let endpoint = Endpoint::parse(text)?;
+    if endpoint.host.is_empty() {
+        return Err(EMPTY_HOST.to_owned());
+    }
+    if endpoint.scheme != "https" {
+        return Err(format!("invalid scheme {}, only https allowed", endpoint.scheme));
+    }
+    if endpoint.request != "/" {
+        let request = go_quote(&endpoint.request);
+        return Err(format!(
+            "no path or request parameters must be provided, {request} was provided"
+        ));
     }
     Ok(())
 }
@@ -78,6 +121,25 @@ mod tests {
         assert_eq!(
             request_uri("http://a b").unwrap_err(),
             r#"parse "http://a b": invalid character " " in host name"#
+        );
+    }
+
+    #[test]
+    fn aws_endpoints_are_https_hosts_without_a_path() {
+        assert!(aws_service_url("https://ec2.example.com").is_ok());
+        assert!(aws_service_url("ec2.example.com:8443/").is_ok());
+        assert_eq!(aws_service_url("http://").unwrap_err(), EMPTY_HOST);
+        assert_eq!(
+            aws_service_url("http://ec2.example.com").unwrap_err(),
+            "invalid scheme http, only https allowed"
+        );
+        assert_eq!(
+            aws_service_url("ec2.example.com/v1?a=b#frag").unwrap_err(),
+            r#"no path or request parameters must be provided, "/v1?a=b" was provided"#
+        );
+        assert_eq!(
+            aws_service_url("https://ec2.example.com?a").unwrap_err(),
+            r#"no path or request parameters must be provided, "/?a" was provided"#
         );
     }
 
