@@ -63,7 +63,7 @@ fn public_cloud_defaults_match_the_installer_byte_for_byte() {
     assert!(!text.contains("cl1ent-s3cr3t") && !text.contains("client-id"), "{text}");
 }
 
-const EXISTING: &str = "\n    region: usgovvirginia\n    cloudName: AzureUSGovernmentCloud\n    resourceGroupName: cluster-rg\n    networkResourceGroupName: network-rg\n    virtualNetwork: shared-vnet\n    computeSubnet: compute-subnet\n    controlPlaneSubnet: control-subnet\n    userTags: {team: a, cost: b}";
+const EXISTING: &str = "\n    region: usgovvirginia\n    cloudName: AzureUSGovernmentCloud\n    resourceGroupName: cluster-rg\n    networkResourceGroupName: network-rg\n    virtualNetwork: shared-vnet\n    computeSubnet: compute-subnet\n    controlPlaneSubnet: control-subnet";
 
 #[test]
 fn existing_resources_replace_the_generated_names() {
@@ -253,11 +253,15 @@ fn infrastructure_matches_the_installer() {
             "resourceGroupName": "cluster-rg",
             "networkResourceGroupName": "network-rg",
             "cloudName": "AzureUSGovernmentCloud",
-            "resourceTags": [{"key": "cost", "value": "b"}, {"key": "team", "value": "a"}],
             "ipFamily": "IPv4",
             "cloudLoadBalancerConfig": {"dnsType": "PlatformDefault"},
         })
     );
+    // The installer takes user tags on the public cloud only.
+    let tagged = config("{region: eastus, userTags: {team: a, cost: b}}");
+    let (_, status) = infrastructure(&tagged, INFRA_ID);
+    let tags = json!([{"key": "cost", "value": "b"}, {"key": "team", "value": "a"}]);
+    assert_eq!(status["resourceTags"], tags);
     let (_, status) = infrastructure(&config(STACK), INFRA_ID);
     assert_eq!(status["armEndpoint"], "https://management.mtcazs.example.com");
     assert_eq!(status["cloudName"], "AzureStackCloud");

@@ -7,8 +7,10 @@ use ccm_formats::gcfg;
 const INFRA_ID: &str = "demo-x7k2p";
 
 fn config(gcp: &str) -> InstallConfig {
+    // Passthrough: the mode the installer allows with a shared VPC (`networkProjectID`).
     let text = format!(
-        "apiVersion: v1\nmetadata: {{name: ocp}}\nbaseDomain: example.com\nplatform:\n  gcp: {gcp}\n"
+        "apiVersion: v1\nmetadata: {{name: ocp}}\nbaseDomain: example.com\n\
+         credentialsMode: Passthrough\nplatform:\n  gcp: {gcp}\n"
     );
     parse(&text, "install-config.yaml", &Defaults::default())
         .unwrap_or_else(|err| panic!("{err}"))

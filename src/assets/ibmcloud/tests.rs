@@ -65,12 +65,12 @@ fn without_subnets_the_generated_names_of_every_zone_are_listed_sorted() {
 #[test]
 fn one_endpoint_override_adds_one_line_before_the_empty_lines() {
     let ibm = platform(
-        "{region: us-east, controlPlaneSubnets: [cp], computeSubnets: [w], \
+        "{region: us-east, vpcName: vpc, controlPlaneSubnets: [cp], computeSubnets: [w], \
          serviceEndpoints: [{name: IAM, url: 'https://private.iam.cloud.ibm.com'}]}",
     );
     let expected = format!(
         "{HEAD}region = us-east\ng2Credentials = /etc/vpc/ibmcloud_api_key\n\
-         g2ResourceGroupName = ocp-x7k2p\ng2VpcName = ocp-x7k2p-vpc\n\
+         g2ResourceGroupName = ocp-x7k2p\ng2VpcName = vpc\n\
          g2workerServiceAccountID = 1e1f75646aef447814a6d907cc83fb3c\ng2VpcSubnetNames = cp,w\n\
          iamEndpointOverride = https://private.iam.cloud.ibm.com\n\n\n"
     );
@@ -80,7 +80,8 @@ fn one_endpoint_override_adds_one_line_before_the_empty_lines() {
 #[test]
 fn several_overrides_come_in_the_installer_order_and_the_vpc_url_loses_its_version() {
     let ibm = platform(
-        "{region: us-south, controlPlaneSubnets: [cp], computeSubnets: [w], serviceEndpoints: [\
+        "{region: us-south, vpcName: vpc, controlPlaneSubnets: [cp], computeSubnets: [w], \
+         serviceEndpoints: [\
          {name: ResourceManager, url: 'https://private.resource-controller.cloud.ibm.com'}, \
          {name: COS, url: 'https://s3.direct.us-south.cloud-object-storage.appdomain.cloud'}, \
          {name: VPC, url: 'https://us-south.private.iaas.cloud.ibm.com/v1'}, \

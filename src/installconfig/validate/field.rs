@@ -173,6 +173,12 @@ impl Path {
     pub(crate) fn index(&self, index: usize) -> Self {
         Self(format!("{}[{index}]", self.0))
     }
+
+    /// An entry of this map, printed `[key]` without quotes, as Go's `Path.Key` does.
+    #[must_use]
+    pub(crate) fn key(&self, key: &str) -> Self {
+        Self(format!("{}[{key}]", self.0))
+    }
 }
 
 impl fmt::Display for Path {

@@ -3,7 +3,9 @@
 //! Rules and wording follow the installer's `pkg/types/validation` (and k8s `field.Error`),
 //! except where noted; checks that need the cloud (does the network exist?) are not here.
 
+mod azure;
 mod field;
+mod gcp;
 mod keys;
 mod names;
 mod networking;
@@ -68,7 +70,7 @@ pub(crate) fn validate(config: &InstallConfig) -> Vec<FieldError> {
     let plan = AddressPlan::new(&config.networking);
     errs.extend(networking::check(&config.networking, &plan, &config.platform));
     errs.extend(vips::check(config, &plan));
-    errs.extend(platforms::check(&config.platform));
+    errs.extend(platforms::check(config));
     if let Some(vsphere) = &config.platform.vsphere {
         errs.extend(vsphere::check_hosts(vsphere, config));
     }

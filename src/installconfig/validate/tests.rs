@@ -14,6 +14,18 @@ pub(super) fn errors(rest: &str) -> Vec<String> {
     }
 }
 
+/// A rule table: (what the case shows, text `rest` builds an install-config tail from, the
+/// exact errors), each checked with [`errors`].
+pub(super) type Cases = [(&'static str, &'static str, &'static [&'static str])];
+
+/// Checks every case of `cases`, naming the failing one.
+#[track_caller]
+pub(super) fn check_cases(cases: &Cases, rest: impl Fn(&str) -> String) {
+    for (what, body, expected) in cases {
+        assert_eq!(errors(&rest(body)), *expected, "{what}");
+    }
+}
+
 /// The smallest `vsphere` platform the installer accepts, as a flow mapping: one vCenter
 /// `vc` and one failure domain, with `extra` keys (`, apiVIPs: [...]`) appended.
 pub(crate) fn vsphere(extra: &str) -> String {
