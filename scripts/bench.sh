@@ -20,15 +20,15 @@
 #   scripts/bench.sh --real --quick
 #                              the same once at N = 2, debug build, no figures (scripts/test.sh
 #                              runs it against its stack)
-#   scripts/bench.sh --lb      (work in progress: the restart and resync phases do not finish yet,
-#                              see BENCHMARKS.md) the service controller against the real Octavia (no-op drivers)
+#   scripts/bench.sh --lb      the service controller against the real Octavia (no-op drivers)
 #                              and Neutron (cargo bench --bench load_balancers: 50 Services of 3
 #                              ports on 20 nodes; time to ingress, requests per create, per node
 #                              added, at restart and per resync; about 15 minutes). The stack as
 #                              for --real. CCM_BENCH_SERVICES and CCM_BENCH_LB_CONCURRENCY change
 #                              the Service count and --concurrent-service-syncs.
 #   scripts/bench.sh --lb --quick
-#                              the same with 2 Services, debug build, no figures
+#                              the same with 2 Services, debug build, no figures (scripts/test.sh
+#                              runs it against its stack)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

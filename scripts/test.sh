@@ -83,6 +83,8 @@ else
   if [ ${#filter[@]} -eq 0 ]; then
     step "real OpenStack: the scale benchmark still runs against it (N = 2, about 20 s)"
     scripts/bench.sh --real --quick
+    step "real OpenStack: the load-balancer benchmark still runs against it (2 Services, about 1 min)"
+    scripts/bench.sh --lb --quick
   fi
   if [ -n "$(trap -p EXIT)" ]; then
     trap - EXIT
