@@ -69,6 +69,13 @@ pub(crate) fn apply(config: &mut InstallConfig, defaults: &Defaults) {
     if let Some(vsphere) = &mut config.platform.vsphere {
         vsphere_defaults(vsphere);
     }
+    // The installer's PowerVS validation fills an empty region from a known zone.
+    if let Some(powervs) = &mut config.platform.powervs
+        && powervs.region.is_empty()
+        && let Some(region) = super::validate::powervs_region_of(&powervs.zone)
+    {
+        region.clone_into(&mut powervs.region);
+    }
 }
 
 /// The installer's `vsphere/defaults.SetPlatformDefaults`: a failure domain with a compute

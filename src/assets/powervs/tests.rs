@@ -82,7 +82,15 @@ fn the_vpc_region_follows_the_powervs_region_unless_set() {
     assert_eq!(vpc_region(&platform("{region: wdc, zone: wdc06, userID: me}")), Some("us-east"));
     let set = platform("{region: wdc, zone: wdc06, userID: me, vpcRegion: us-south}");
     assert_eq!(vpc_region(&set), Some("us-south"));
-    let unknown = platform("{region: atlantis, zone: atl01, userID: me}");
+    // An empty region is the zone's, as the installer's validation fills it.
+    let from_zone = platform("{zone: wdc07}");
+    assert_eq!((from_zone.region.as_str(), vpc_region(&from_zone)), ("wdc", Some("us-east")));
+    // Not an install-config the validation accepts (unknown zone), so built directly.
+    let unknown = PowerVsPlatform {
+        region: "atlantis".to_owned(),
+        zone: "atl01".to_owned(),
+        ..PowerVsPlatform::default()
+    };
     assert_eq!(vpc_region(&unknown), None);
     assert_eq!(subnet_names(&unknown, INFRA_ID), Vec::<String>::new());
     assert!(REGIONS.windows(2).all(|w| w[0].0 < w[1].0), "sorted");

@@ -9,8 +9,10 @@ mod gcp;
 mod keys;
 mod names;
 mod networking;
+mod nutanix;
 mod openstack;
 mod platforms;
+mod powervs;
 mod uri;
 mod vips;
 mod vsphere;
@@ -26,6 +28,7 @@ pub use field::{BadValue, ErrorKind, FieldError};
 use names::NameRule;
 use networking::AddressPlan;
 pub(crate) use networking::parse_cidr;
+pub(crate) use powervs::region_of as powervs_region_of;
 
 use super::types::{InstallConfig, MachinePool, Proxy, Publish};
 

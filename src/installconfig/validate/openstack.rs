@@ -179,20 +179,25 @@ fn machine_pool(pool: Option<&Value>, path: &Path) -> Vec<FieldError> {
 /// github.com/google/uuid's `Parse` (hyphenated, `{…}`-wrapped, `urn:uuid:`-prefixed or bare
 /// 32 hex digits), then version 4, as the installer's `ValidUUIDv4` accepts.
 pub(crate) fn is_uuid_v4(text: &str) -> bool {
+    uuid_version(text) == Some(b'4')
+}
+
+/// The version digit of `text` when github.com/google/uuid's `Parse` accepts it.
+pub(crate) fn uuid_version(text: &str) -> Option<u8> {
     let bytes = text.as_bytes();
     let hyphenated: &[u8] = match bytes.len() {
         36 => bytes,
         45 if text.get(..9).is_some_and(|p| p.eq_ignore_ascii_case("urn:uuid:")) => &bytes[9..],
         38 => &bytes[1..37],
-        32 => return bytes.iter().all(u8::is_ascii_hexdigit) && bytes[12] == b'4',
-        _ => return false,
+        32 => return bytes.iter().all(u8::is_ascii_hexdigit).then_some(bytes[12]),
+        _ => return None,
     };
     let dashes_ok = [8, 13, 18, 23].iter().all(|&i| hyphenated[i] == b'-');
     let hex_ok = hyphenated
         .iter()
         .enumerate()
         .all(|(i, b)| matches!(i, 8 | 13 | 18 | 23) || b.is_ascii_hexdigit());
-    dashes_ok && hex_ok && hyphenated[14] == b'4'
+    (dashes_ok && hex_ok).then_some(hyphenated[14])
 }
 
 #[cfg(test)]

@@ -6,8 +6,7 @@ use super::field::{FieldError, Path};
 use super::uri;
 use crate::installconfig::types::{
     AwsPlatform, CloudControllerManager, ExternalPlatform, IbmCloudPlatform, IbmService,
-    InstallConfig, IpFamily, NutanixPlatform, Platform, PowerVsPlatform, PrismEndpoint,
-    ServiceEndpoint,
+    InstallConfig, IpFamily, LoadBalancer, LoadBalancerType, Platform, ServiceEndpoint,
 };
 
 /// `platform`: exactly one platform, then that platform's own checks.
@@ -44,13 +43,13 @@ pub(crate) fn check(config: &InstallConfig) -> Vec<FieldError> {
         errs.extend(check_ibmcloud(ibm, &path.child("ibmcloud")));
     }
     if let Some(nutanix) = &p.nutanix {
-        errs.extend(check_nutanix(nutanix, &path.child("nutanix")));
+        errs.extend(super::nutanix::check(nutanix, &path.child("nutanix")));
     }
     if let Some(openstack) = &p.openstack {
         errs.extend(super::openstack::check(openstack, &path.child("openstack")));
     }
     if let Some(powervs) = &p.powervs {
-        errs.extend(check_powervs(powervs, &path.child("powervs")));
+        errs.extend(super::powervs::check(powervs, &path.child("powervs")));
     }
     if let Some(vsphere) = &p.vsphere {
         errs.extend(super::vsphere::check(vsphere, &path.child("vsphere")));
@@ -112,54 +111,14 @@ fn check_ibmcloud(p: &IbmCloudPlatform, path: &Path) -> Vec<FieldError> {
     errs
 }
 
-fn check_powervs(p: &PowerVsPlatform, path: &Path) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    required(&mut errs, &p.region, &path.child("region"), "region must be specified");
-    required(&mut errs, &p.zone, &path.child("zone"), "zone must be specified");
-    required(&mut errs, &p.user_id, &path.child("userID"), "UserID is required");
-    let names = Names::Ibm { power: true };
-    errs.extend(service_endpoints(&p.service_endpoints, &path.child("serviceEndpoints"), names));
-    errs
-}
-
-fn check_nutanix(p: &NutanixPlatform, path: &Path) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let pc = path.child("prismCentral");
-    errs.extend(prism_endpoint(&p.prism_central.endpoint, &pc.child("endpoint"), "Prism Central"));
-    let detail = "must specify the Prism Central username";
-    required(&mut errs, &p.prism_central.username, &pc.child("username"), detail);
-    let detail = "must specify the Prism Central password";
-    required(&mut errs, p.prism_central.password.expose(), &pc.child("password"), detail);
-    let pe_path = path.child("prismElements");
-    if p.prism_elements.is_empty() {
-        errs.push(FieldError::required(&pe_path, "must specify one Prism Element"));
-    }
-    for (i, pe) in p.prism_elements.iter().enumerate() {
-        let at = pe_path.index(i);
-        required(&mut errs, &pe.uuid, &at.child("uuid"), "must specify the Prism Element UUID");
-        errs.extend(prism_endpoint(&pe.endpoint, &at.child("endpoint"), "Prism Element"));
-    }
-    if p.subnet_uuids.is_empty() {
-        errs.push(FieldError::required(
-            &path.child("subnetUUIDs"),
-            "must specify at least one subnet",
-        ));
-    }
-    errs
-}
-
-fn prism_endpoint(e: &PrismEndpoint, path: &Path, what: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let detail = format!("must specify the {what} endpoint address");
-    required(&mut errs, &e.address, &path.child("address"), &detail);
-    if let Some(port) = e.port
-        && !(1..=65535).contains(&port)
-    {
-        let detail =
-            format!("The {what} endpoint port is invalid, must be in the range of 1 to 65535");
-        errs.push(FieldError::invalid(&path.child("port"), i64::from(port), detail));
-    }
-    errs
+/// `loadBalancer.type` under `path` when it is neither `OpenShiftManagedDefault` nor
+/// `UserManaged` (vSphere's and Nutanix's wording).
+pub(crate) fn load_balancer_type(lb: Option<&LoadBalancer>, path: &Path) -> Option<FieldError> {
+    let Some(LoadBalancerType::Other(value)) = lb.and_then(|lb| lb.kind.as_ref()) else {
+        return None;
+    };
+    let at = path.child("loadBalancer").child("type");
+    Some(FieldError::invalid(&at, value, "invalid load balancer type"))
 }
 
 /// What a service endpoint's `name` may be. The Infrastructure CRD holds the overrides as
@@ -228,6 +187,7 @@ pub(crate) fn service_endpoints(
         }
         let url = match names {
             Names::LowercaseId => uri::aws_service_url(&endpoint.url),
+            Names::Ibm { power: true } => uri::powervs_service_url(&endpoint.url),
             // Not yet the installer's https-only IBM Cloud rule: the IAM lookup's test
             // server speaks plain HTTP. See: issue 19.
             _ => uri::absolute(&endpoint.url),

@@ -58,8 +58,7 @@ fn minimal_configs_of_every_platform_are_valid() {
     ] {
         assert_errors(&format!("platform:\n  {platform}\n"), &[]);
     }
-    let powervs =
-        "sshKey: ssh-ed25519 AAAA\nplatform:\n  powervs: {region: dal, zone: dal10, userID: me}\n";
+    let powervs = "sshKey: ssh-ed25519 AAAA\nplatform:\n  powervs: {region: dal, zone: dal10}\n";
     assert_errors(powervs, &[]);
 }
 
@@ -86,8 +85,6 @@ fn platforms_name_their_required_fields() {
     assert_errors(
         "platform:\n  powervs: {}\n",
         &[
-            "platform.powervs.region: Required value: region must be specified",
-            "platform.powervs.userID: Required value: UserID is required",
             "platform.powervs.zone: Required value: zone must be specified",
             "sshKey: Required value: sshKey is required",
         ],
@@ -96,6 +93,7 @@ fn platforms_name_their_required_fields() {
         "platform:\n  nutanix: {}\n",
         &[
             "platform.nutanix.prismCentral.endpoint.address: Required value: must specify the Prism Central endpoint address",
+            "platform.nutanix.prismCentral.endpoint.port: Invalid value: 0: The Prism Central endpoint port is invalid, must be in the range of 1 to 65535",
             "platform.nutanix.prismCentral.password: Required value: must specify the Prism Central password",
             "platform.nutanix.prismCentral.username: Required value: must specify the Prism Central username",
             "platform.nutanix.prismElements: Required value: must specify one Prism Element",
@@ -349,7 +347,7 @@ fn credentials_mode_follows_the_platform_table() {
             ),
         ),
         (
-            "nutanix: {prismCentral: {endpoint: {address: pc}, username: u, password: p}, prismElements: [{endpoint: {address: pe}, uuid: x}], subnetUUIDs: [s]}",
+            "nutanix: {prismCentral: {endpoint: {address: pc, port: 9440}, username: u, password: p}, prismElements: [{endpoint: {address: pe, port: 9440}, uuid: x}], subnetUUIDs: [s]}",
             "Mint",
             Some("credentialsMode: Unsupported value: \"Mint\": supported values: \"Manual\""),
         ),

@@ -105,6 +105,35 @@ pub(crate) fn aws_service_url(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The installer's PowerVS `validateServiceURL`: a host, then the scheme, then no path or
+/// query but an API version (`/v1`, `/v22/`). `http` is accepted as well as `https`, as on
+/// IBM Cloud: the IAM account lookup is tested against a plain-HTTP fake. See: issue 19.
+pub(crate) fn powervs_service_url(text: &str) -> Result<(), String> {
+    let endpoint = Endpoint::parse(text)?;
+    if endpoint.host.is_empty() {
+        return Err("empty hostname provided, it cannot be empty".to_owned());
+    }
+    if !matches!(endpoint.scheme.as_str(), "http" | "https") {
+        return Err(format!("invalid scheme {}, only https is allowed", endpoint.scheme));
+    }
+    let request = endpoint.request.as_str();
+    if request != "/" && !is_version_path(request) {
+        let request = go_quote(request);
+        return Err(format!(
+            "no path or request parameters can be provided, {request} was provided"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `request` is nothing but a trailing API version: `/v<digits>`, maybe with `/`.
+fn is_version_path(request: &str) -> bool {
+    let trimmed = request.strip_suffix('/').unwrap_or(request);
+    trimmed
+        .strip_prefix("/v")
+        .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

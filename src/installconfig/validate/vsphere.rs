@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::field::{FieldError, Path};
 use super::names;
 use super::networking::parse_cidr;
-use crate::installconfig::types::{FailureDomain, LoadBalancerType, VspherePlatform};
+use crate::installconfig::types::{FailureDomain, VspherePlatform};
 
 mod hosts;
 
@@ -49,12 +49,7 @@ pub(crate) fn check(p: &VspherePlatform, path: &Path) -> Vec<FieldError> {
             errs.extend(node_networking(p, spec, &at.child(side)));
         }
     }
-    if let Some(LoadBalancerType::Other(value)) =
-        p.load_balancer.as_ref().and_then(|lb| lb.kind.as_ref())
-    {
-        let at = path.child("loadBalancer").child("type");
-        errs.push(FieldError::invalid(&at, value, "invalid load balancer type"));
-    }
+    errs.extend(super::platforms::load_balancer_type(p.load_balancer.as_ref(), path));
     errs
 }
 
