@@ -120,11 +120,15 @@ fn every_error_of_a_file_is_reported_sorted_by_field() {
 fn an_empty_file_names_every_required_field() {
     assert_eq!(
         failure("empty"),
-        "install-config.yaml: 4 invalid fields\n\
-         install-config.yaml: apiVersion: Required value: install-config version required\n\
-         install-config.yaml: baseDomain: Required value: base domain is required\n\
-         install-config.yaml: metadata.name: Required value: cluster name is required\n\
-         install-config.yaml: platform: Invalid value: \"\": must specify one of the platforms (aws, azure, baremetal, external, gcp, ibmcloud, none, nutanix, openstack, powervs, vsphere)"
+        // The installer has no "required" rule for the name and domain: empty fails the
+        // RFC 1123 rule.
+        format!(
+            "install-config.yaml: 4 invalid fields\n\
+             install-config.yaml: apiVersion: Required value: install-config version required\n\
+             install-config.yaml: baseDomain: Invalid value: \"\": {RFC1123}\n\
+             install-config.yaml: metadata.name: Invalid value: \"\": {RFC1123}\n\
+             install-config.yaml: platform: Invalid value: \"\": must specify one of the platforms (aws, azure, baremetal, external, gcp, ibmcloud, none, nutanix, openstack, powervs, vsphere)"
+        )
     );
 }
 

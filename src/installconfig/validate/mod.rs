@@ -41,14 +41,14 @@ pub(crate) fn validate(config: &InstallConfig) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let platform = config.platform_name();
 
+    // The installer stops at a missing or unknown version; every error is reported here
+    // (DESIGN §4: all at once). See: README, "Where we differ".
+    let version = Path::new("apiVersion");
     if config.api_version.is_empty() {
-        errs.push(FieldError::required(
-            &Path::new("apiVersion"),
-            "install-config version required",
-        ));
+        errs.push(FieldError::required(&version, "install-config version required"));
     } else if config.api_version != "v1" {
         let detail = "install-config version must be \"v1\"";
-        errs.push(FieldError::invalid(&Path::new("apiVersion"), &config.api_version, detail));
+        errs.push(FieldError::invalid(&version, &config.api_version, detail));
     }
     if let Some(key) = config.ssh_key.as_deref().filter(|key| !key.is_empty()) {
         if let Err(detail) = keys::ssh_public_key(key) {
@@ -101,27 +101,16 @@ fn names_and_domain(config: &InstallConfig) -> Vec<FieldError> {
         "vsphere" | "baremetal" | "openstack" | "nutanix" => NameRule::OnPremises,
         _ => NameRule::Default,
     };
+    // No "required" rule: an empty name or domain fails the name rules, as in the installer.
     let name_path = Path::new("metadata").child("name");
-    let name_ok = if name.is_empty() {
-        errs.push(FieldError::required(&name_path, "cluster name is required"));
-        false
-    } else if let Err(detail) = names::cluster_name(name, rule) {
-        errs.push(FieldError::invalid(&name_path, name, detail));
-        false
-    } else {
-        true
-    };
+    let name_ok = names::cluster_name(name, rule)
+        .map_err(|detail| errs.push(FieldError::invalid(&name_path, name, detail)))
+        .is_ok();
     let domain_path = Path::new("baseDomain");
     let domain = &config.base_domain;
-    let domain_ok = if domain.is_empty() {
-        errs.push(FieldError::required(&domain_path, "base domain is required"));
-        false
-    } else if let Err(detail) = names::domain(domain) {
-        errs.push(FieldError::invalid(&domain_path, domain, detail));
-        false
-    } else {
-        true
-    };
+    let domain_ok = names::domain(domain)
+        .map_err(|detail| errs.push(FieldError::invalid(&domain_path, domain, detail)))
+        .is_ok();
     if name_ok && domain_ok {
         let cluster_domain = config.cluster_domain();
         if let Err(detail) = names::domain(&cluster_domain) {

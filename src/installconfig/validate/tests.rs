@@ -2,6 +2,8 @@
 
 use crate::installconfig::{Defaults, Error, parse};
 
+mod common;
+
 const HEAD: &str = "apiVersion: v1\nmetadata:\n  name: ocp\nbaseDomain: example.com\n";
 
 /// The errors of `HEAD` + `rest`, as printed (without the file prefix); the per-platform
