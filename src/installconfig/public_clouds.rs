@@ -346,8 +346,8 @@ pub struct PowerVsPlatform {
     /// Endpoint overrides.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub service_endpoints: Vec<ServiceEndpoint>,
-    /// Existing transit gateway.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Existing transit gateway, by name or ID (the installer's key is `tgName`).
+    #[serde(rename = "tgName", skip_serializing_if = "Option::is_none")]
     pub transit_gateway: Option<String>,
     /// RHCOS image override.
     #[serde(rename = "clusterOSImage", skip_serializing_if = "Option::is_none")]
@@ -369,5 +369,12 @@ mod tests {
         let endpoint = ServiceEndpoint { name: "Compute".into(), url: "https://x".into() };
         assert!(endpoint.is_for(GcpService::Compute.as_str()));
         assert!(!endpoint.is_for(GcpService::Container.as_str()));
+    }
+
+    #[test]
+    fn the_transit_gateway_is_read_from_the_installers_tg_name_key() {
+        let platform: PowerVsPlatform =
+            serde_json::from_str(r#"{"zone": "dal10", "tgName": "my-tg"}"#).unwrap();
+        assert_eq!(platform.transit_gateway.as_deref(), Some("my-tg"));
     }
 }
