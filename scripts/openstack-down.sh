@@ -40,8 +40,9 @@ t=$(date +%s)
 # shellcheck disable=SC2046 # one PID per word
 all=$(process_tree $(service_leaders "${SERVICES[@]}" "${OCTAVIA_SERVICES[@]}"))
 [ -z "$all" ] || log "stopping $(stack_memory)"
-# Octavia first (it uses all the others), the OpenStack services together, then what they
-# depend on.
+# The TLS front and Octavia first (they use all the others), the OpenStack services together,
+# then what they depend on.
+stop nginx
 stop "${OCTAVIA_SERVICES[@]}"
 stop nova-api nova-compute nova-scheduler nova-conductor glance-api placement neutron-server
 stop rabbitmq keystone

@@ -12,7 +12,9 @@
 # PID files, and for the tests clouds.yaml and env (KEY=value lines; the README lists the keys).
 # The path of env is the only thing printed on stdout. A second run reuses a running stack.
 # Ports: $OPENSTACK_PORT_BASE (default 25000) + 0 keystone, +1 amqp, +2 erlang dist, +3 epmd,
-# +4 placement, +5 glance, +6 neutron, +7 nova, +10..+19 rabbitmqctl; each has its own
+# +4 placement, +5 glance, +6 neutron, +7 nova, +8 octavia, +10..+19 rabbitmqctl, and the HTTPS
+# front of each API on its port + 20 (nginx with a private CA: scripts/openstack/tls.sh, keys
+# OPENSTACK_TLS_* and OPENSTACK_CA_FILE in env, cloud ccm-tls in clouds.yaml); each has its own
 # OPENSTACK_*_PORT override (scripts/openstack/common.sh). With no port setting and 25000's
 # range taken, the next free range (25100, 25200, ...) is used; the env file has the URLs.
 set -euo pipefail
@@ -20,10 +22,12 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/openstack/common.sh"
 # shellcheck source=scripts/openstack/octavia.sh
 . "$OS_SCRIPTS/octavia.sh"
+# shellcheck source=scripts/openstack/tls.sh
+. "$OS_SCRIPTS/tls.sh"
 
 PACKAGES=(keystone python3-openstackclient python3-openstacksdk uwsgi-core uwsgi-plugin-python3
   rabbitmq-server placement-api glance-api neutron-server
-  nova-api nova-conductor nova-scheduler nova-compute curl)
+  nova-api nova-conductor nova-scheduler nova-compute curl "${TLS_PACKAGES[@]}")
 if [ -n "$OCTAVIA" ]; then PACKAGES+=("${OCTAVIA_PACKAGES[@]}"); fi
 
 case ${1:-} in
@@ -38,7 +42,7 @@ esac
 
 # Settings that must match for a running stack to be reused.
 stack_conf() {
-  echo "dir=$OPENSTACK_DIR ports=$KEYSTONE_PORT,$RABBIT_PORT,$RABBIT_DIST_PORT,$EPMD_PORT,$PLACEMENT_PORT,$GLANCE_PORT,$NEUTRON_PORT,$NOVA_PORT,$RABBIT_CTL_PORT_MIN host=$COMPUTE_HOST octavia=$OCTAVIA version=1"
+  echo "dir=$OPENSTACK_DIR ports=$KEYSTONE_PORT,$RABBIT_PORT,$RABBIT_DIST_PORT,$EPMD_PORT,$PLACEMENT_PORT,$GLANCE_PORT,$NEUTRON_PORT,$NOVA_PORT,$RABBIT_CTL_PORT_MIN host=$COMPUTE_HOST octavia=$OCTAVIA tls=$TLS_PORT_OFFSET version=2"
 }
 
 stack_healthy() {
@@ -49,7 +53,8 @@ stack_healthy() {
   http_ok "$KEYSTONE_URL" && http_ok "http://127.0.0.1:$PLACEMENT_PORT/" &&
     http_ok "http://127.0.0.1:$GLANCE_PORT/versions" &&
     http_ok "http://127.0.0.1:$NEUTRON_PORT/" && http_ok "http://127.0.0.1:$NOVA_PORT/" &&
-    port_in_use "$RABBIT_PORT" && { [ -z "$OCTAVIA" ] || http_ok "$OCTAVIA_URL/"; }
+    port_in_use "$RABBIT_PORT" && { [ -z "$OCTAVIA" ] || http_ok "$OCTAVIA_URL/"; } &&
+    https_ok "$(tls_url "$KEYSTONE_URL")"
 }
 
 if [ "${1:-}" = --status ]; then
@@ -504,11 +509,16 @@ if [ -n "$OCTAVIA" ]; then catalog+=("load-balancer:octavia:$OCTAVIA_URL"); fi
 # Every endpoint before any service starts: nova and neutron cache the catalog of their service
 # token, so an endpoint added later stays unknown to them (EndpointNotFound) until a restart.
 "$PY" "$OS_SCRIPTS/stack.py" register --auth-url "$KEYSTONE_URL" --admin-password "$ADMIN_PASSWORD" \
-  --service-password "$SERVICE_PASSWORD" "${catalog[@]}" >"$LOG/register.out" 2>&1 || {
+  --service-password "$SERVICE_PASSWORD" --tls-port-offset "$TLS_PORT_OFFSET" "${catalog[@]}" \
+  >"$LOG/register.out" 2>&1 || {
   log_tail keystone
   tail -n 40 "$LOG/register.out" >&2
   die "registering the catalog failed"
 }
+
+log "starting the TLS front (nginx, private CA under $TLS_DIR)"
+start_tls_front "${HTTP_PORTS[@]}"
+wait_for nginx "the TLS front of Keystone" https_ok "$(tls_url "$KEYSTONE_URL")"
 
 log "setting up Neutron, Placement, Glance and Nova (databases, then start)"
 setup_neutron >"$LOG/setup-neutron.out" 2>&1 &
@@ -547,6 +557,7 @@ fi
 log "creating projects, users, application credential, networks, flavors and image"
 "$PY" "$OS_SCRIPTS/stack.py" fixtures --auth-url "$KEYSTONE_URL" --admin-password "$ADMIN_PASSWORD" \
   --host "$COMPUTE_HOST" --dir "$OPENSTACK_DIR" --scene "$REPO/scripts/openstack_scene.py" \
+  --tls-auth-url "$(tls_url "$KEYSTONE_URL")" --ca-file "$TLS_DIR/ca.pem" \
   >"$LOG/fixtures.out" 2>&1 || {
   tail -n 60 "$LOG/fixtures.out" >&2
   for svc in keystone neutron-server glance-api nova-api; do log_tail "$svc"; done

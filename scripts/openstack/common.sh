@@ -14,7 +14,8 @@ PY=/usr/bin/python3 # Debian's python: the OpenStack packages live there, not in
 OPENSTACK_DIR=${OPENSTACK_DIR:-$REPO/target/openstack}
 case $OPENSTACK_DIR in /*) ;; *) OPENSTACK_DIR=$PWD/$OPENSTACK_DIR ;; esac
 RUN=$OPENSTACK_DIR/run
-# Ports: OPENSTACK_PORT_BASE + a fixed offset each, unless set one by one. Without any port
+# Ports: OPENSTACK_PORT_BASE + a fixed offset each, unless set one by one (the HTTPS fronts:
+# each API's port + 20). Without any port
 # setting, a running stack keeps the base it recorded, and openstack-up.sh moves to the next free
 # base (25100, 25200, ...) when 25000's ports are taken by something else.
 PORTS_CHOSEN=$(compgen -v | grep -E '^OPENSTACK_(PORT_BASE|[A-Z_]+_PORT)$' || true)
@@ -35,10 +36,15 @@ set_ports() {
   ALL_PORTS=("$KEYSTONE_PORT" "$RABBIT_PORT" "$RABBIT_DIST_PORT" "$EPMD_PORT" "$PLACEMENT_PORT"
     "$GLANCE_PORT" "$NEUTRON_PORT" "$NOVA_PORT" "$OCTAVIA_PORT")
   for ((p = RABBIT_CTL_PORT_MIN; p <= RABBIT_CTL_PORT_MAX; p++)); do ALL_PORTS+=("$p"); done
+  # The HTTPS fronts of the APIs (scripts/openstack/tls.sh): each plain port + TLS_PORT_OFFSET.
+  HTTP_PORTS=("$KEYSTONE_PORT" "$PLACEMENT_PORT" "$GLANCE_PORT" "$NEUTRON_PORT" "$NOVA_PORT"
+    "$OCTAVIA_PORT")
+  for p in "${HTTP_PORTS[@]}"; do ALL_PORTS+=("$((p + TLS_PORT_OFFSET))"); done
   KEYSTONE_URL=http://127.0.0.1:$KEYSTONE_PORT/v3
   OCTAVIA_URL=http://127.0.0.1:$OCTAVIA_PORT
   RABBIT_URL=rabbit://ccm:$RABBIT_PASSWORD@127.0.0.1:$RABBIT_PORT/
 }
+TLS_PORT_OFFSET=20
 COMPUTE_HOST=${OPENSTACK_COMPUTE_HOST:-ccm-compute-1}
 TIMEOUT=${OPENSTACK_TIMEOUT:-300} # seconds, for each wait
 
@@ -62,6 +68,8 @@ OCTAVIA=${OPENSTACK_OCTAVIA:-1}
 [ "$OCTAVIA" != 0 ] || OCTAVIA=""
 OCTAVIA_SERVICES=(octavia-api octavia-worker)
 if [ -n "$OCTAVIA" ]; then SERVICES+=("${OCTAVIA_SERVICES[@]}"); fi
+# The TLS front (scripts/openstack/tls.sh), last: it only forwards to the others.
+SERVICES+=(nginx)
 
 # Marks what the scripts start (inherited by every child): makes `ps e` output attributable.
 export CCM_OPENSTACK_STACK=$OPENSTACK_DIR
@@ -200,5 +208,7 @@ wait_for() {
 }
 
 http_ok() { curl -fsS -o /dev/null --max-time 10 "$1"; }
+# The same over HTTPS, trusting only the stack's own CA (scripts/openstack/tls.sh).
+https_ok() { curl -fsS -o /dev/null --max-time 10 --cacert "$OPENSTACK_DIR/tls/ca.pem" "$1"; }
 
 port_in_use() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

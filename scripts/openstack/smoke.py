@@ -5,7 +5,8 @@
 
 Keystone: a token for every cloud in clouds.yaml (password by names and by IDs, application
 credential by ID and by name), 401 for a wrong password (raw HTTP and through clouds.yaml).
-Catalog: compute, network, image present, load-balancer absent. Neutron: the external network's
+Catalog: compute, network, image present, load-balancer absent. TLS front: cloud ccm-tls on HTTPS
+endpoints, refused without the stack CA, links rewritten to HTTPS. Neutron: the external network's
 name resolves to its ID. Nova through scripts/openstack_scene.py: a server becomes ACTIVE with a
 fixed IP in the internal network, in the availability zone, on the compute host; a port with a
 chosen fixed IP; a floating IP that nova reports; stop → SHUTOFF; start → ACTIVE; delete → 404.
@@ -98,6 +99,22 @@ class Smoke:
               'catalog %s load-balancer (Octavia started: %s)' % (
                   'has' if 'load-balancer' in types else 'lacks', bool(octavia)))
         self.ok('catalog: %s' % ', '.join(sorted(types)))
+
+        # --- the TLS front: cloud ccm-tls (its CA in cacert) lands on HTTPS everywhere
+        tls = openstack.connect(cloud=e['OPENSTACK_CLOUD_TLS'])
+        for proxy in (tls.compute, tls.network, tls.image):
+            url = proxy.get_endpoint()
+            check(url.startswith('https://127.0.0.1:'), 'cloud ccm-tls: endpoint %s' % url)
+        check(len(list(tls.compute.flavors())) >= 2, 'cloud ccm-tls: no flavors over HTTPS')
+        try:
+            requests.get(e['OPENSTACK_TLS_AUTH_URL'], timeout=10)
+            raise Failed('the TLS front was trusted without the stack CA')
+        except requests.exceptions.SSLError:
+            pass
+        r = requests.get(e['OPENSTACK_TLS_AUTH_URL'], timeout=10, verify=e['OPENSTACK_CA_FILE'])
+        check(r.ok and 'https://' in r.text and 'http://' not in r.text,
+              'Keystone over TLS: HTTP %d, links %s' % (r.status_code, r.text[:200]))
+        self.ok('TLS front: cloud ccm-tls on HTTPS, the stack CA required, links rewritten')
         if octavia:
             for cloud in (e['OPENSTACK_CLOUD_PASSWORD'], e['OPENSTACK_CLOUD_APPCRED']):
                 self.octavia(clouds[cloud], cloud)

@@ -2,13 +2,16 @@
 """Bootstrap steps of scripts/openstack-up.sh that talk to the APIs (one Python process each
 instead of dozens of `openstack` CLI calls, which take 2-3 s apiece).
 
-  stack.py register --auth-url URL --admin-password PW --service-password PW TYPE:NAME:URL...
+  stack.py register --auth-url URL --admin-password PW --service-password PW
+                    --tls-port-offset N TYPE:NAME:URL...
       service project, roles, one service user per service (admin + service roles), catalog
+      (RegionOne; RegionNoLB without Octavia; RegionTLS with every URL on its HTTPS front)
   stack.py wait-compute --auth-url URL --admin-password PW --host HOST --discover CMD
       wait until nova-compute on HOST is up, map it to the cell, wait for its hypervisor
   stack.py fixtures --auth-url URL --admin-password PW --host HOST --dir DIR --scene PATH
       member project and user, application credential, availability zone, image, flavors,
       internal and external networks with a router; writes DIR/clouds.yaml and DIR/env
+      (--tls-auth-url and --ca-file: the HTTPS front, for the cloud ccm-tls)
 """
 import argparse
 import os
@@ -26,6 +29,8 @@ REGION = 'RegionOne'
 # The same endpoints but Octavia's: clouds of this region see a catalog without load-balancer
 # (what the generator and the CCM must handle), whether or not the stack runs Octavia.
 REGION_NO_LB = 'RegionNoLB'
+# Every endpoint on the HTTPS front of scripts/openstack/tls.sh (Octavia's too, when it runs).
+REGION_TLS = 'RegionTLS'
 DOMAIN = 'Default'
 # Test fixtures (names and secrets of a throwaway stack; the tests read them from the env file).
 PROJECT = 'ccm'
@@ -43,6 +48,7 @@ EXTERNAL_NET, EXTERNAL_SUBNET, EXTERNAL_CIDR = 'ccm-external', 'ccm-external-sub
 ROUTER = 'ccm-router'
 CLOUD_PASSWORD, CLOUD_APPCRED = 'ccm-password', 'ccm-appcred'
 CLOUD_APPCRED_NO_LB = 'ccm-appcred-no-lb'
+CLOUD_TLS = 'ccm-tls'
 SERVICE_USERS = {'compute': 'nova', 'image': 'glance', 'placement': 'placement',
                  'network': 'neutron'}
 
@@ -74,15 +80,15 @@ def register(args):
     project = one(idn.projects(name='service')) or idn.create_project(
         name='service', domain_id='default')
     roles = [one(idn.roles(name=r)) or idn.create_role(name=r) for r in ('admin', 'service')]
-    if not one(r for r in idn.regions() if r.id == REGION_NO_LB):
-        idn.create_region(id=REGION_NO_LB, description='the test stack without Octavia')
-    # Keystone's own endpoint in the second region too (its bootstrap made only RegionOne's).
+    for region, what in ((REGION_NO_LB, 'the test stack without Octavia'),
+                         (REGION_TLS, 'the test stack behind its TLS front')):
+        if not one(r for r in idn.regions() if r.id == region):
+            idn.create_region(id=region, description=what)
+    offset = args.tls_port_offset
+    # Keystone's own endpoint in the other regions too (its bootstrap made only RegionOne's).
     keystone = one(idn.services(type='identity'))
-    have = {e.interface for e in idn.endpoints(service_id=keystone.id, region_id=REGION_NO_LB)}
-    for iface in ('public', 'internal', 'admin'):
-        if iface not in have:
-            idn.create_endpoint(service_id=keystone.id, interface=iface, url=args.auth_url,
-                                region_id=REGION_NO_LB)
+    add_endpoints(idn, keystone, REGION_NO_LB, args.auth_url)
+    add_endpoints(idn, keystone, REGION_TLS, tls_url(args.auth_url, offset))
     for spec in args.services:
         stype, name, url = spec.split(':', 2)
         uname = SERVICE_USERS.get(stype, name)
@@ -91,14 +97,26 @@ def register(args):
         for role in roles:
             idn.assign_project_role_to_user(project, user, role)
         svc = one(idn.services(type=stype)) or idn.create_service(name=name, type=stype)
-        regions = [REGION] if stype == 'load-balancer' else [REGION, REGION_NO_LB]
-        for region in regions:
-            have = {e.interface for e in idn.endpoints(service_id=svc.id, region_id=region)}
-            for iface in ('public', 'internal', 'admin'):
-                if iface not in have:
-                    idn.create_endpoint(service_id=svc.id, interface=iface, url=url,
-                                        region_id=region)
-        say('registered %s (%s) at %s, user %s' % (stype, name, url, uname))
+        add_endpoints(idn, svc, REGION, url)
+        if stype != 'load-balancer':
+            add_endpoints(idn, svc, REGION_NO_LB, url)
+        add_endpoints(idn, svc, REGION_TLS, tls_url(url, offset))
+        say('registered %s (%s) at %s and %s, user %s' % (stype, name, url, tls_url(url, offset), uname))
+
+
+def tls_url(url, offset):
+    """The HTTPS front of http://127.0.0.1:PORT/…: https://127.0.0.1:PORT+offset/…"""
+    rest = url[len('http://127.0.0.1:'):]
+    port = rest.split('/', 1)[0]
+    return 'https://127.0.0.1:%d%s' % (int(port) + offset, rest[len(port):])
+
+
+def add_endpoints(idn, service, region, url):
+    """The public, internal and admin endpoints of `service` in `region`, where missing."""
+    have = {e.interface for e in idn.endpoints(service_id=service.id, region_id=region)}
+    for iface in ('public', 'internal', 'admin'):
+        if iface not in have:
+            idn.create_endpoint(service_id=service.id, interface=iface, url=url, region_id=region)
 
 
 def wait_compute(args):
@@ -170,7 +188,7 @@ def fixtures(args):
     say('networks %s (internal), %s (external), router %s' % (internal.id, ext.id, router.id))
 
     clouds_yaml = os.path.join(args.dir, 'clouds.yaml')
-    write_clouds_yaml(clouds_yaml, args.auth_url, args.admin_password, project, appcred)
+    write_clouds_yaml(clouds_yaml, args, project, appcred)
     ks = args.auth_url
     env.update({
         'OPENSTACK_DIR': args.dir,
@@ -215,6 +233,10 @@ def fixtures(args):
         'OPENSTACK_NETWORK_URL': conn.network.get_endpoint(),
         'OPENSTACK_IMAGE_URL': conn.image.get_endpoint(),
         'OPENSTACK_SCENE': args.scene,
+        'OPENSTACK_TLS_AUTH_URL': args.tls_auth_url,
+        'OPENSTACK_TLS_REGION': REGION_TLS,
+        'OPENSTACK_CA_FILE': args.ca_file,
+        'OPENSTACK_CLOUD_TLS': CLOUD_TLS,
     })
     envfile.write(os.path.join(args.dir, 'env'), env)
     say('wrote %s and %s/env' % (clouds_yaml, args.dir))
@@ -238,7 +260,8 @@ def create_image(conn, directory):
     sys.exit('image %s did not become active (status %s)' % (image['id'], status))
 
 
-def write_clouds_yaml(path, auth_url, admin_password, project, appcred):
+def write_clouds_yaml(path, args, project, appcred):
+    auth_url, admin_password = args.auth_url, args.admin_password
     common = {'region_name': REGION, 'interface': 'public', 'identity_api_version': 3}
     password_auth = {'auth_url': auth_url, 'username': USER, 'password': PASSWORD,
                      'project_name': PROJECT, 'user_domain_name': DOMAIN,
@@ -267,6 +290,9 @@ def write_clouds_yaml(path, auth_url, admin_password, project, appcred):
                                   auth_type='v3applicationcredential', auth={
                                       'auth_url': auth_url, 'application_credential_id': appcred.id,
                                       'application_credential_secret': APPCRED_SECRET}),
+        # the password cloud through the HTTPS front: every catalog lookup lands on TLS
+        CLOUD_TLS: dict(common, region_name=REGION_TLS, cacert=args.ca_file, auth_type='password',
+                        auth=dict(password_auth, auth_url=args.tls_auth_url)),
         'admin': dict(common, auth_type='password', auth={
             'auth_url': auth_url, 'username': 'admin', 'password': admin_password,
             'project_name': 'admin', 'user_domain_name': DOMAIN,
@@ -289,6 +315,7 @@ def main():
         s.add_argument('--admin-password', required=True)
         if name == 'register':
             s.add_argument('--service-password', required=True)
+            s.add_argument('--tls-port-offset', type=int, required=True)
             s.add_argument('services', nargs='+', metavar='TYPE:NAME:URL')
         else:
             s.add_argument('--host', required=True)
@@ -298,6 +325,8 @@ def main():
         if name == 'fixtures':
             s.add_argument('--dir', required=True)
             s.add_argument('--scene', required=True)
+            s.add_argument('--tls-auth-url', required=True)
+            s.add_argument('--ca-file', required=True)
     args = p.parse_args()
     {'register': register, 'wait-compute': wait_compute, 'fixtures': fixtures}[args.cmd](args)
 
