@@ -15,9 +15,11 @@ fn registry() -> Handlebars<'static> {
     hb
 }
 
-/// `bootkube/ccm-bootstrap.sh`, running `ccm-assets render` from `image`.
+/// `bootkube/ccm-bootstrap.sh`, running `ccm-assets render` from `image`; the bootstrap
+/// secrets it installs belong to the image's user.
 pub(crate) fn bootkube_stage(image: &str) -> Result<String, Error> {
-    registry().render_template(BOOTKUBE, &json!({"image": image}))
+    let user = crate::assets::images::USER;
+    registry().render_template(BOOTKUBE, &json!({"image": image, "user": user}))
 }
 
 #[cfg(test)]

@@ -4,6 +4,10 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+/// The numeric user ccm-assets' own image runs as (`scripts/image.sh` sets it in the image's
+/// config; the manifests that run the image say so in their security context).
+pub const USER: u32 = 65532;
+
 /// The images the generated manifests run.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Images {
@@ -59,6 +63,16 @@ mod tests {
         for image in images.ccm.values().chain(images.node_manager.values()) {
             assert!(pinned(image), "{image}");
         }
+    }
+
+    #[test]
+    fn one_image_holds_both_binaries_and_is_tagged_with_this_version() {
+        // scripts/image.sh builds one image with ccm-assets and the OpenStack CCM, tagged
+        // v<workspace version>: the table must name it for both, at this version.
+        let images = super::Images::default();
+        assert_eq!(images.ccm.get("openstack"), Some(&images.assets));
+        let tag = format!(":v{}", env!("CARGO_PKG_VERSION"));
+        assert!(images.assets.ends_with(&tag), "{} does not end in {tag}", images.assets);
     }
 
     #[test]

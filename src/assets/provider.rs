@@ -66,8 +66,8 @@ pub struct CcmSpec {
     /// The app label, Deployment, ClusterRole and static-pod name
     /// (`openstack-cloud-controller-manager`).
     pub app: &'static str,
-    /// The binary (`/bin/openstack-cloud-controller-manager`).
-    pub command: &'static str,
+    /// How its container starts: our own image's entrypoint, or an upstream image's binary.
+    pub binary: Binary,
     /// `--cloud-provider=` value.
     pub cloud_provider: &'static str,
     /// The directory the in-cluster `cloud-conf` ConfigMap is mounted at; the CCM reads
@@ -98,7 +98,7 @@ impl CcmSpec {
     ) -> CcmSpec {
         CcmSpec {
             app,
-            command,
+            binary: Binary::Command(command),
             cloud_provider,
             config_dir: CONFIG_DIR,
             secret: None,
@@ -108,6 +108,42 @@ impl CcmSpec {
             node_manager: None,
         }
     }
+}
+
+/// How a CCM container starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    /// ccm-assets' own image (`scripts/image.sh`), whose entrypoint is
+    /// `openstack-cloud-controller-manager`: the container gives only `args`, and runs as the
+    /// image's non-root user on a read-only root filesystem, as the image is built for.
+    OwnImage,
+    /// An upstream image: this binary as `command`, as the image's own user (its image, its
+    /// rules: nothing is assumed about it).
+    Command(&'static str),
+}
+
+impl Binary {
+    /// Sets how `container` (a Pod container object) starts.
+    pub fn configure(self, container: &mut Value) {
+        match self {
+            Binary::OwnImage => container["securityContext"] = own_image_security_context(),
+            Binary::Command(command) => container["command"] = serde_json::json!([command]),
+        }
+    }
+}
+
+/// The security context of a container running ccm-assets' own image: its numeric user
+/// ([`USER`](super::images::USER)), nothing writable, no privilege to gain.
+pub fn own_image_security_context() -> Value {
+    let user = super::images::USER;
+    serde_json::json!({
+        "allowPrivilegeEscalation": false,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": true,
+        "runAsGroup": user,
+        "runAsNonRoot": true,
+        "runAsUser": user,
+    })
 }
 
 /// The format of a platform's cloud config, checked before a (possibly edited) config is

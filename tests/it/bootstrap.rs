@@ -172,18 +172,19 @@ fn bootkube_stage_passes_shellcheck() {
 const HARNESS: &str = r#"set -euo pipefail
 record_service_stage_start() { echo "start $1" >> "$LOG"; }
 record_service_stage_success() { echo "success" >> "$LOG"; }
+chown() { echo "chown $1" >> "$LOG"; }
 podman() {
-	local volume="" image=""
+	local volume="" image="" entrypoint=""
 	while [ -z "$image" ]; do
 		case "$1" in
 			run) shift ;;
 			--volume) volume="$2"; shift 2 ;;
+			--entrypoint=*) entrypoint="${1#--entrypoint=}"; shift ;;
 			--*) shift ;;
 			*) image="$1"; shift ;;
 		esac
 	done
-	echo "podman $image" >> "$LOG"
-	shift # the command name inside the image: ccm-assets
+	echo "podman $image $entrypoint" >> "$LOG"
 	"$CCM_ASSETS" "${@//\/assets/${volume%%:*}}"
 }
 cd "$ASSET_DIR"
@@ -226,7 +227,8 @@ fn bootkube_stage_starts_the_ccm_once_and_is_idempotent() {
     let first_log = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
         first_log,
-        "start ccm-bootstrap\npodman quay.io/ccm-assets/ccm-assets:v0.1.0\nsuccess\n"
+        "start ccm-bootstrap\npodman quay.io/ccm-assets/ccm-assets:v0.1.0 ccm-assets\n\
+         chown 65532:65532\nsuccess\n"
     );
     run_stage(&t, &kube, &log);
     assert_eq!(std::fs::read_to_string(&log).unwrap(), first_log, "the second run does nothing");

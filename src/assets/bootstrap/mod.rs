@@ -127,7 +127,6 @@ fn static_pod(spec: &CcmSpec, image: &str, infra_id: &str) -> Value {
     let mut container = json!({
         "name": "cloud-controller-manager",
         "image": image,
-        "command": [spec.command],
         "args": [
             format!("--cloud-provider={}", spec.cloud_provider),
             "--controllers=cloud-node",
@@ -144,6 +143,7 @@ fn static_pod(spec: &CcmSpec, image: &str, infra_id: &str) -> Value {
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": [{"mountPath": "/etc/kubernetes", "name": "etc-kubernetes", "readOnly": true}],
     });
+    spec.binary.configure(&mut container);
     if !spec.env.is_empty() {
         container["env"] =
             spec.env.iter().map(|(name, value)| json!({"name": name, "value": value})).collect();

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::NAMESPACE;
-use crate::assets::provider::CcmSpec;
+use crate::assets::provider::{CcmSpec, own_image_security_context};
 
 const PORT: u16 = 10258;
 
@@ -39,7 +39,6 @@ impl Run<'_> {
         let mut container = json!({
             "name": "cloud-controller-manager",
             "image": self.image,
-            "command": [spec.command],
             "args": [
                 format!("--cloud-provider={}", spec.cloud_provider),
                 format!("--cloud-config={config_dir}/cloud.conf"),
@@ -59,6 +58,7 @@ impl Run<'_> {
             "resources": {"requests": {"cpu": "200m", "memory": "50Mi"}},
             "terminationMessagePolicy": "FallbackToLogsOnError",
         });
+        spec.binary.configure(&mut container);
         if !spec.env.is_empty() {
             container["env"] = spec
                 .env
@@ -102,6 +102,7 @@ impl Run<'_> {
                     format!("--output={MERGED_CONFIG_DIR}/cloud.conf"),
                 ],
                 "resources": {"requests": {"cpu": "10m", "memory": "20Mi"}},
+                "securityContext": own_image_security_context(),
                 "terminationMessagePolicy": "FallbackToLogsOnError",
                 "volumeMounts": [
                     config_mount,

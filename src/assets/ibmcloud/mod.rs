@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::assets::cloud_access::{CloudAccess, IbmAccess};
 use crate::assets::provider::{
-    CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
+    Binary, CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
 };
 use crate::graph::AssetError;
 use crate::installconfig::IbmService;
@@ -218,7 +218,7 @@ impl Provider for IbmCloud {
 /// The IBM CCM as IBM Cloud runs it (PowerVS runs the same binary).
 pub const IBM_CCM: CcmSpec = CcmSpec {
     app: APP,
-    command: "/bin/ibm-cloud-controller-manager",
+    binary: Binary::Command("/bin/ibm-cloud-controller-manager"),
     cloud_provider: "ibm",
     config_dir: "/etc/ibm",
     secret: Some(SecretMount {

@@ -16,7 +16,9 @@ pub mod lookup;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::provider::{CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount};
+use super::provider::{
+    Binary, CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount,
+};
 use crate::graph::AssetError;
 use crate::installconfig::InstallConfig;
 use ccm_formats::clouds_yaml::CloudEntry;
@@ -93,7 +95,7 @@ impl Provider for OpenStack {
     fn ccm(&self) -> Option<CcmSpec> {
         Some(CcmSpec {
             app: "openstack-cloud-controller-manager",
-            command: "/bin/openstack-cloud-controller-manager",
+            binary: Binary::OwnImage,
             cloud_provider: "openstack",
             config_dir: "/etc/openstack/config",
             secret: Some(SecretMount {
