@@ -40,6 +40,10 @@ fn yaml(path: &Path) -> Value {
 async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node() {
     let env = StackEnv::load();
     let dir = tempfile::tempdir().unwrap();
+    // Readable by the image's user when scripts/image.sh runs this test with the image's binary
+    // (CCM_TEST_OCCM_BIN): the files the CCM reads here are not secret.
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
     let out = dir.path().to_owned();
     let env2 = env.clone();
     tokio::task::spawn_blocking(move || generate(&out, &env2)).await.unwrap();

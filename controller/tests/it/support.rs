@@ -13,6 +13,12 @@ use tokio::sync::broadcast;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_openstack-cloud-controller-manager");
 
+/// What [`Process`] starts: cargo's binary, or `CCM_TEST_OCCM_BIN` (scripts/image.sh points it
+/// at a wrapper running the binary of the built container image).
+fn process_bin() -> std::ffi::OsString {
+    std::env::var_os("CCM_TEST_OCCM_BIN").unwrap_or_else(|| BIN.into())
+}
+
 /// A free TCP port on 127.0.0.1 (nothing listens on it when this returns).
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -27,7 +33,7 @@ pub(crate) struct Process {
 
 impl Process {
     pub(crate) fn start(args: &[String]) -> Process {
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(process_bin())
             .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
