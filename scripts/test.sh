@@ -53,6 +53,8 @@ if [ ${#filter[@]} -eq 0 ]; then
   cargo test --workspace --locked --doc
   step "benchmarks still run (scripts/bench.sh --quick; figures: BENCHMARKS.md)"
   scripts/bench.sh --quick
+  step "container image (scripts/image.sh --test: release build, same digest twice, run from it)"
+  scripts/image.sh --test
 fi
 
 # Tests against real OpenStack services (DESIGN §8): scripts/openstack-up.sh installs and starts
@@ -85,6 +87,8 @@ else
     scripts/bench.sh --real --quick
     step "real OpenStack: the load-balancer benchmark still runs against it (2 Services, about 1 min)"
     scripts/bench.sh --lb --quick
+    step "real OpenStack: the CCM from the container image initializes a real node"
+    scripts/image.sh --test-openstack "$env_file"
   fi
   if [ -n "$(trap -p EXIT)" ]; then
     trap - EXIT
