@@ -175,7 +175,7 @@ async fn spawn_server(
     tracing::info!(address = %listener.local_addr()?, "serving /healthz /readyz /metrics over HTTPS");
     let ready = cloud.clone();
     let health =
-        server::Health { ready: Arc::new(move || ready.ready()), metrics: metrics.clone() };
+        server::Health { ready: Arc::new(move || ready.readiness()), metrics: metrics.clone() };
     tasks.spawn(async move {
         ("server", Err(server::serve(listener, tls, server::router(health)).await.into()))
     });

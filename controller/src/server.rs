@@ -40,15 +40,15 @@ pub(crate) enum Error {
 /// What the endpoints report.
 #[derive(Clone)]
 pub(crate) struct Health {
-    /// Readiness: OpenStack session established (and credentials loaded).
-    pub(crate) ready: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// Readiness: OpenStack session established (and credentials loaded), else why not.
+    pub(crate) ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
     /// The metrics registry.
     pub(crate) metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Health {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Health").field("ready", &(self.ready)()).finish_non_exhaustive()
+        f.debug_struct("Health").field("ready", &(self.ready)().is_ok()).finish_non_exhaustive()
     }
 }
 
@@ -62,10 +62,9 @@ pub(crate) fn router(health: Health) -> Router {
 }
 
 async fn readyz(State(health): State<Health>) -> impl IntoResponse {
-    if (health.ready)() {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "openstack: not connected")
+    match (health.ready)() {
+        Ok(()) => (StatusCode::OK, "ok".to_owned()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("openstack: not connected: {why}")),
     }
 }
 
@@ -155,7 +154,10 @@ mod tests {
         let flag = ready.clone();
         let metrics = Metrics::shared();
         metrics.call("compute", "server_get", "ok", std::time::Duration::from_millis(3));
-        let health = Health { ready: Arc::new(move || flag.load(Ordering::SeqCst)), metrics };
+        let ready_or_why = move || {
+            if flag.load(Ordering::SeqCst) { Ok(()) } else { Err("Keystone away".to_owned()) }
+        };
+        let health = Health { ready: Arc::new(ready_or_why), metrics };
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let tls = tls_config(None, addr.ip()).unwrap();
@@ -168,7 +170,9 @@ mod tests {
             .unwrap();
         let get = |path: &str| client.get(format!("https://{addr}{path}")).send();
         assert_eq!(get("/healthz").await.unwrap().status(), 200);
-        assert_eq!(get("/readyz").await.unwrap().status(), 503);
+        let not_ready = get("/readyz").await.unwrap();
+        assert_eq!(not_ready.status(), 503);
+        assert_eq!(not_ready.text().await.unwrap(), "openstack: not connected: Keystone away");
         ready.store(true, Ordering::SeqCst);
         assert_eq!(get("/readyz").await.unwrap().status(), 200);
         let text = get("/metrics").await.unwrap().text().await.unwrap();

@@ -14,6 +14,7 @@ use crate::config::{Credentials, EndpointInterface};
 /// Authenticates once with these credentials and returns a session bound to region and interface.
 pub async fn connect(credentials: &Credentials, timeout: Duration) -> Result<Session> {
     let client = http_client(credentials, timeout)?;
+    let probe = client.clone();
     let auth_url = credentials
         .auth_url
         .clone()
@@ -78,10 +79,18 @@ pub async fn connect(credentials: &Credentials, timeout: Duration) -> Result<Ses
             "no password, token or application credential is set".to_owned(),
         ));
     };
-    let mut session = session.map_err(|e| match e.kind() {
-        ErrorKind::AuthenticationFailed | ErrorKind::AccessDenied => Error::Auth(e),
-        _ => Error::Call { operation: "authenticate", source: e },
-    })?;
+    let mut session = match session {
+        Ok(session) => session,
+        Err(e) if matches!(e.kind(), ErrorKind::AuthenticationFailed | ErrorKind::AccessDenied) => {
+            return Err(Error::Auth(e));
+        }
+        Err(e) => {
+            if let Some(line) = super::tls::diagnose(&probe, &auth_url).await {
+                return Err(Error::Tls(line));
+            }
+            return Err(Error::Call { operation: "authenticate", source: e });
+        }
+    };
     if let Some(region) = &credentials.region {
         session.set_region(region.clone());
     }
@@ -127,6 +136,9 @@ fn http_client(c: &Credentials, timeout: Duration) -> Result<reqwest::Client> {
         }
     }
     if c.tls_insecure {
+        tracing::warn!(
+            "tls-insecure = true: the certificates of OpenStack's endpoints are not verified"
+        );
         builder = builder.danger_accept_invalid_certs(true);
     }
     if let (Some(cert), Some(key)) = (&c.cert_file, &c.key_file) {

@@ -8,6 +8,7 @@ pub mod nova;
 pub(crate) mod octavia;
 pub(crate) mod security_groups;
 pub mod session;
+pub(crate) mod tls;
 
 use std::future::Future;
 
@@ -41,6 +42,9 @@ pub enum Error {
     /// The configured credentials cannot be used as given.
     #[error("OpenStack credentials: {0}")]
     Credentials(String),
+    /// The TLS handshake failed: the line names the host, the reason and the fix.
+    #[error("{0}")]
+    Tls(String),
     /// Keystone rejected the credentials.
     #[error("OpenStack authentication failed")]
     Auth(#[source] osauth::Error),
@@ -68,6 +72,8 @@ pub enum ErrorKind {
     Credentials,
     /// [`Error::Auth`].
     Auth,
+    /// [`Error::Tls`].
+    Tls,
     /// A call that got no answer in time.
     Timeout,
     /// A call answered with a 5xx.
@@ -87,6 +93,7 @@ impl ErrorKind {
             ErrorKind::NotConnected => "not_connected",
             ErrorKind::Credentials => "credentials",
             ErrorKind::Auth => "auth",
+            ErrorKind::Tls => "tls",
             ErrorKind::Timeout => "timeout",
             ErrorKind::ServerError => "server_error",
             ErrorKind::Connection => "connection",
@@ -110,6 +117,7 @@ impl Error {
             Error::NotConnected { .. } => ErrorKind::NotConnected,
             Error::Credentials(_) => ErrorKind::Credentials,
             Error::Auth(_) => ErrorKind::Auth,
+            Error::Tls(_) => ErrorKind::Tls,
             Error::Call { source, .. } => match source.kind() {
                 osauth::ErrorKind::OperationTimedOut => ErrorKind::Timeout,
                 osauth::ErrorKind::InternalServerError => ErrorKind::ServerError,

@@ -80,6 +80,12 @@ impl OpenStack {
         self.state().session.is_some()
     }
 
+    /// Ready, or the last reason it is not (for /readyz).
+    pub fn readiness(&self) -> std::result::Result<(), String> {
+        let state = self.state();
+        if state.session.is_some() { Ok(()) } else { Err(state.last_error.clone()) }
+    }
+
     /// Readiness changes, for waiting without polling.
     pub fn subscribe_ready(&self) -> tokio::sync::watch::Receiver<bool> {
         self.ready.subscribe()

@@ -325,9 +325,17 @@ fn normalize(kind: Kind, raw: Option<&str>) -> std::result::Result<String, Strin
     };
     match kind {
         Kind::Text | Kind::List => Ok(text.to_owned()),
-        Kind::Bool | Kind::TextBool => parse_bool(text)
+        Kind::Bool => parse_bool(text)
             .map(|b| b.to_string())
             .ok_or_else(|| "is not a boolean (true or false)".to_owned()),
+        // Upstream compares the text with "true": anything else silently verifies. Only the
+        // two words are accepted, so that `yes` or `1` cannot look like it turned TLS off.
+        Kind::TextBool => match text {
+            "true" | "false" => Ok(text.to_owned()),
+            _ => Err("is neither true nor false (upstream reads this key as text and turns \
+                      verification off only for \"true\")"
+                .to_owned()),
+        },
         Kind::Duration => crate::duration::parse(text)
             .map(|_| text.to_owned())
             .map_err(|e| format!("is not a duration: {e}")),

@@ -139,7 +139,14 @@ fn non_boolean_and_non_integer_values_are_errors() {
     );
     let errors = c.errors();
     assert_eq!(errors.len(), 3, "{errors:?}");
-    assert!(errors[0].contains("[Global] tls-insecure: \"maybe\" is not a boolean"));
+    assert!(errors[0].contains("[Global] tls-insecure: \"maybe\" is neither true nor false"));
+    assert!(errors[0].starts_with("line 2"), "{errors:?}");
+    // Words other parsers take for booleans are refused too: upstream would verify with them.
+    for word in ["yes", "1", "True", "on"] {
+        let c = checked(&format!("[Global]\ntls-insecure = {word}\n"));
+        assert_eq!(c.errors().len(), 1, "{word}: {:?}", c.errors());
+    }
+    assert!(checked("[Global]\ntls-insecure = false\n").errors().is_empty());
 }
 
 /// gcfg 1.2.3 (`set`): a bare `key` (no `=`) is `true` for a bool and resets a list.

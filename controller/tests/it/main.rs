@@ -9,3 +9,4 @@ mod oracle;
 mod proxy;
 mod real_openstack;
 mod support;
+mod tls;

@@ -7,6 +7,7 @@
 //!  install_config  the examples in assets/examples as typed values, edited through serde
 //!  create          `create manifests`: its command line, and the library run
 //!  kube            Node and Service fixtures, a kubeconfig for the fake API server
+//!  tls             a private CA, and TLS servers with a wrong certificate on purpose
 //! ```
 //!
 //! Helpers panic with a message that says how to fix the setup: a missing tool or stack fails
@@ -17,6 +18,7 @@ pub mod create;
 pub mod install_config;
 pub mod kube;
 pub mod stack;
+pub mod tls;
 pub mod tools;
 
 use std::path::PathBuf;
