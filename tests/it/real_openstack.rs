@@ -107,3 +107,40 @@ fn a_wrong_password_fails_naming_the_cloud_and_the_way_out() {
     assert!(!run.stderr.contains("wrong-password"), "{}", run.stderr);
     assert_eq!(crate::support::tree(&t.dir()), before);
 }
+
+#[test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+fn over_https_the_clouds_yaml_ca_resolves_the_network_and_goes_into_the_config() {
+    let env = StackEnv::load();
+    let map = cloud_provider_config(&env, &env["OPENSTACK_CLOUD_TLS"]);
+    let ca = std::fs::read_to_string(&env["OPENSTACK_CA_FILE"]).unwrap();
+    let first = ca.lines().nth(1).unwrap();
+    assert!(map.contains("  ca-bundle.pem: |"), "{map}");
+    assert!(map.contains(first), "the stack's CA is not in the ConfigMap:\n{map}");
+    let id = &env["OPENSTACK_EXTERNAL_NETWORK_ID"];
+    assert!(map.contains(&format!("floating-network-id = {id}")), "{map}");
+}
+
+#[test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+fn over_https_without_the_ca_the_lookup_fails_naming_host_reason_and_fix() {
+    let env = StackEnv::load();
+    let yaml = std::fs::read_to_string(&env["OPENSTACK_CLOUDS_YAML"]).unwrap();
+    let without: String = yaml
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("cacert:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let clouds = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(clouds.path(), without).unwrap();
+    let config = install_config(&env["OPENSTACK_CLOUD_TLS"], &env["OPENSTACK_EXTERNAL_NETWORK"]);
+    let t = Test::new()
+        .file("install-config.yaml", &config)
+        .env("OS_CLIENT_CONFIG_FILE", &clouds.path().display().to_string())
+        .create(&CreateManifests::online());
+    let err = t.expect(1).stderr;
+    let url = &env["OPENSTACK_TLS_AUTH_URL"];
+    let host = url.trim_start_matches("https://").split('/').next().unwrap().to_owned();
+    let wanted = format!("TLS with {host} failed: certificate signed by an unknown authority");
+    assert!(err.contains(&wanted), "{err}");
+}

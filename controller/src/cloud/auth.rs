@@ -11,6 +11,12 @@ use secrecy::ExposeSecret;
 use super::{Error, Result};
 use crate::config::{Credentials, EndpointInterface};
 
+/// How the controller's trust settings are named in a TLS error.
+const TRUST: ccm_tls_explain::Settings = ccm_tls_explain::Settings {
+    ca: "set [Global] ca-file (cacert in clouds.yaml) to",
+    insecure: "tls-insecure = true",
+};
+
 /// Authenticates once with these credentials and returns a session bound to region and interface.
 pub async fn connect(credentials: &Credentials, timeout: Duration) -> Result<Session> {
     let client = http_client(credentials, timeout)?;
@@ -85,7 +91,7 @@ pub async fn connect(credentials: &Credentials, timeout: Duration) -> Result<Ses
             return Err(Error::Auth(e));
         }
         Err(e) => {
-            if let Some(line) = super::tls::diagnose(&probe, &auth_url).await {
+            if let Some(line) = ccm_tls_explain::diagnose(&probe, &auth_url, TRUST).await {
                 return Err(Error::Tls(line));
             }
             return Err(Error::Call { operation: "authenticate", source: e });

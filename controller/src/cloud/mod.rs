@@ -8,7 +8,6 @@ pub mod nova;
 pub(crate) mod octavia;
 pub(crate) mod security_groups;
 pub mod session;
-pub(crate) mod tls;
 
 use std::future::Future;
 

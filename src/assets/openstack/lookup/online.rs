@@ -76,9 +76,32 @@ fn connect(cloud: &Cloud) -> Result<Connection, AssetError> {
     })?;
     let session = runtime
         .block_on(async { tokio::time::timeout(TIMEOUT, config.create_session()).await })
-        .map_err(|_| unreachable(cloud, &format!("no answer within {}s", TIMEOUT.as_secs())))?
-        .map_err(|e| unreachable(cloud, &e.to_string()))?;
-    Ok(Connection { runtime, session })
+        .map_err(|_| unreachable(cloud, &format!("no answer within {}s", TIMEOUT.as_secs())))?;
+    match session {
+        Ok(session) => Ok(Connection { runtime, session }),
+        Err(e) => {
+            Err(unreachable(cloud, &runtime.block_on(tls_failure(cloud)).unwrap_or(e.to_string())))
+        }
+    }
+}
+
+/// How the generator's trust settings are named in a TLS error.
+const TRUST: ccm_tls_explain::Settings = ccm_tls_explain::Settings {
+    ca: "set cacert in clouds.yaml to",
+    insecure: "verify: false in clouds.yaml",
+};
+
+/// Why the TLS handshake with the cloud's auth URL fails, trusting what osauth trusted (the
+/// web roots and the `cacert` bundle); `None` when it does not.
+async fn tls_failure(cloud: &Cloud) -> Option<String> {
+    let url = cloud.entry.auth.auth_url.as_deref()?;
+    let mut builder = reqwest::Client::builder().timeout(TIMEOUT);
+    if let Some(bundle) = &cloud.ca_bundle {
+        for cert in reqwest::Certificate::from_pem_bundle(bundle.as_bytes()).ok()? {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    ccm_tls_explain::diagnose(&builder.build().ok()?, url, TRUST).await
 }
 
 fn unreachable(cloud: &Cloud, why: &str) -> AssetError {

@@ -1,11 +1,21 @@
 //! Why a TLS connection to OpenStack failed, said in one line: the host, the verifier's reason
 //! and the setting that fixes it. osauth folds a handshake failure into "error sending request",
-//! so after a failed login the auth URL is fetched once more with the same client and the
-//! rustls error is dug out of the chain.
+//! so after a failed login the caller fetches the auth URL once more with the same trust
+//! settings and [`diagnose`] digs the rustls error out of the chain. Both binaries word the fix
+//! in their own settings ([`Settings`]).
+
+/// How a binary names its trust settings in the fix.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Where a CA bundle goes, e.g. "set [Global] ca-file (cacert in clouds.yaml) to".
+    pub ca: &'static str,
+    /// How verification is turned off, e.g. "tls-insecure = true".
+    pub insecure: &'static str,
+}
 
 /// The explanation of a failed TLS handshake with `url`, or `None` when `url` is not HTTPS, or
 /// the request fails for another reason (or not at all).
-pub(crate) async fn diagnose(client: &reqwest::Client, url: &str) -> Option<String> {
+pub async fn diagnose(client: &reqwest::Client, url: &str, settings: Settings) -> Option<String> {
     if !url.starts_with("https://") {
         return None;
     }
@@ -15,7 +25,7 @@ pub(crate) async fn diagnose(client: &reqwest::Client, url: &str) -> Option<Stri
         .url()
         .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
         .unwrap_or_else(|| url.to_owned());
-    Some(explain(&host, &reason))
+    Some(explain(&host, &reason, settings))
 }
 
 /// The rustls error in `error`'s chain, as rustls words it. An `io::Error` hides the error it
@@ -35,16 +45,13 @@ fn rustls_reason(error: &(dyn std::error::Error + 'static)) -> Option<String> {
 }
 
 /// One line: what failed, rustls's own reason, and what to change.
-pub(crate) fn explain(host: &str, reason: &str) -> String {
+pub fn explain(host: &str, reason: &str, settings: Settings) -> String {
     let lower = reason.to_ascii_lowercase().replace(' ', "");
-    let insecure = "or tls-insecure = true to skip verification (unsafe)";
+    let insecure = format!("or {} to skip verification (unsafe)", settings.insecure);
     let (what, fix) = if lower.contains("unknownissuer") || lower.contains("badsignature") {
         (
             "certificate signed by an unknown authority",
-            format!(
-                "set [Global] ca-file (cacert in clouds.yaml) to the CA bundle that signed it, \
-                 {insecure}"
-            ),
+            format!("{} the CA bundle that signed it, {insecure}", settings.ca),
         )
     } else if lower.contains("expired") || lower.contains("notvalidyet") {
         (
@@ -60,20 +67,23 @@ pub(crate) fn explain(host: &str, reason: &str) -> String {
             ),
         )
     } else {
-        (
-            "TLS handshake refused",
-            format!("check [Global] ca-file (cacert in clouds.yaml), {insecure}"),
-        )
+        ("TLS handshake refused", format!("{} the right CA bundle, {insecure}", settings.ca))
     };
     format!("TLS with {host} failed: {what} ({reason}); {fix}")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::explain;
+    use super::{Settings, explain};
+
+    const CONTROLLER: Settings = Settings {
+        ca: "set [Global] ca-file (cacert in clouds.yaml) to",
+        insecure: "tls-insecure = true",
+    };
 
     #[test]
     fn each_verifier_reason_gets_its_own_fix() {
+        let explain = |host: &str, reason: &str| explain(host, reason, CONTROLLER);
         let unknown = explain("127.0.0.1:25020", "invalid peer certificate: UnknownIssuer");
         assert_eq!(
             unknown,
