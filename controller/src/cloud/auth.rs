@@ -141,6 +141,16 @@ fn http_client(c: &Credentials, timeout: Duration) -> Result<reqwest::Client> {
             builder = builder.add_root_certificate(cert);
         }
     }
+    if let Some(pem) = &c.ca_bundle {
+        let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
+            .map_err(|e| Error::Credentials(format!("the Secret's cacert: {e}")))?;
+        if certs.is_empty() {
+            return Err(Error::Credentials("the Secret's cacert: no certificate found".to_owned()));
+        }
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
     if c.tls_insecure {
         tracing::warn!(
             "tls-insecure = true: the certificates of OpenStack's endpoints are not verified"

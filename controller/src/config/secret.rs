@@ -14,6 +14,8 @@ use super::{Checked, Values, check_text};
 pub(crate) const CLOUDS_YAML_KEY: &str = "clouds.yaml";
 /// The legacy key.
 pub(crate) const CLOUDS_CONF_KEY: &str = "clouds.conf";
+/// The CA bundle the generator writes beside clouds.yaml.
+pub(crate) const CA_KEY: &str = "cacert";
 
 /// Merges the Secret's data over `base` (cloud.conf values winning); the error names the Secret key.
 pub(crate) fn merge(

@@ -99,6 +99,9 @@ pub struct Credentials {
     pub interface: EndpointInterface,
     /// CA bundle path.
     pub ca_file: Option<String>,
+    /// A CA bundle (PEM) from the credentials Secret's `cacert` key, trusted beside `ca-file`;
+    /// a new one in the Secret is used at once.
+    pub ca_bundle: Option<String>,
     /// Client certificate path.
     pub cert_file: Option<String>,
     /// Client key path.
@@ -296,6 +299,7 @@ impl Credentials {
                 .and_then(EndpointInterface::parse)
                 .unwrap_or_default(),
             ca_file: text(v, "Global", "ca-file"),
+            ca_bundle: None,
             cert_file: text(v, "Global", "cert-file"),
             key_file: text(v, "Global", "key-file"),
             tls_insecure: flag(v, "Global", "tls-insecure", false),

@@ -10,17 +10,29 @@ use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::config::{Credentials, Values, secret};
 
-/// Turns one Secret into credentials (cloud.conf values winning).
+/// What a Secret gives: the merged values and its `cacert` bundle (compared to see a change).
+type Loaded = (Values, Option<String>);
+
+/// Turns one Secret into credentials (cloud.conf values winning); its `cacert` key, the CA
+/// bundle the generator writes there, is trusted beside any `ca-file`.
 pub(crate) fn credentials(
     base: &Values,
     secret: &Secret,
     origin: &str,
-) -> Result<(Values, Credentials), String> {
+) -> Result<(Loaded, Credentials), String> {
     let data: BTreeMap<String, Vec<u8>> =
         secret.data.clone().unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
     let values = secret::merge(base, &data, origin)?;
-    let credentials = Credentials::from_values(&values);
-    Ok((values, credentials))
+    let ca_bundle = match data.get(secret::CA_KEY) {
+        Some(bytes) => Some(
+            String::from_utf8(bytes.clone())
+                .map_err(|_| format!("{origin} key {}: not UTF-8", secret::CA_KEY))?,
+        ),
+        None => None,
+    };
+    let credentials =
+        Credentials { ca_bundle: ca_bundle.clone(), ..Credentials::from_values(&values) };
+    Ok(((values, ca_bundle), credentials))
 }
 
 /// Watches `namespace/name` forever (with backoff on API errors) and calls `apply` whenever
@@ -36,7 +48,7 @@ pub async fn watch(
     let api: Api<Secret> = Api::namespaced(client, &namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut events = std::pin::pin!(watcher(api, config).default_backoff());
-    let mut last: Option<Values> = None;
+    let mut last: Option<Loaded> = None;
     let mut seen_in_init = false;
     loop {
         let event = match events.try_next().await {
@@ -69,10 +81,10 @@ pub async fn watch(
             watcher::Event::Apply(secret) => secret,
         };
         match credentials(&base, &secret, &origin) {
-            Ok((values, _)) if last.as_ref() == Some(&values) => {}
-            Ok((values, credentials)) => {
+            Ok((loaded, _)) if last.as_ref() == Some(&loaded) => {}
+            Ok((loaded, credentials)) => {
                 let rotated = last.is_some();
-                last = Some(values);
+                last = Some(loaded);
                 tracing::info!(secret = %origin, rotated, "credentials loaded from Secret");
                 apply(credentials);
             }

@@ -150,3 +150,52 @@ async fn an_expired_certificate_and_one_for_another_host_are_named_as_such() {
         assert!(line.contains("tls-insecure = true to skip verification (unsafe)"), "{line}");
     }
 }
+
+#[tokio::test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+async fn the_ca_in_the_credentials_secret_is_rotated_without_a_restart() {
+    let env = StackEnv::load();
+    // The installer's shape: clouds.yaml and the CA bundle in the Secret, the cloud named in
+    // cloud.conf; this clouds.yaml names no cacert file, so only the Secret's bundle is trusted.
+    let clouds_yaml = format!(
+        "clouds:\n  tls:\n    auth:\n      auth_url: {}\n      username: {}\n      password: {}\n      \
+         project_name: {}\n      user_domain_name: {}\n      project_domain_name: {}\n    \
+         region_name: {}\n",
+        env["OPENSTACK_TLS_AUTH_URL"],
+        env["OPENSTACK_USER"],
+        env["OPENSTACK_PASSWORD"],
+        env["OPENSTACK_PROJECT"],
+        env["OPENSTACK_DOMAIN"],
+        env["OPENSTACK_DOMAIN"],
+        env["OPENSTACK_TLS_REGION"]
+    );
+    let b64 = |text: &str| {
+        let secret = k8s_openapi::api::core::v1::Secret {
+            data: Some(
+                [("x".to_owned(), k8s_openapi::ByteString(text.as_bytes().to_vec()))].into(),
+            ),
+            ..Default::default()
+        };
+        serde_json::to_value(secret).unwrap()["data"]["x"].clone()
+    };
+    let wrong = TestCa::new("an old CA").pem();
+    let fake = fake_kube_apiserver::FakeApiServer::start().await.unwrap();
+    let secret = serde_json::json!({
+        "metadata": {"name": "openstack-credentials"},
+        "data": {"clouds.yaml": b64(&clouds_yaml), "cacert": b64(&wrong)},
+    });
+    fake.create("v1", "secrets", "kube-system", secret);
+    let conf = "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\n\
+                cloud = tls\n";
+    let (process, port, _dir) =
+        start_ccm(&fake.url(), conf, &["--controllers=cloud-node", "--leader-elect=false"]);
+    process.wait_line("certificate signed by an unknown authority", WAIT).await;
+    assert_eq!(readyz(port).await.0, 503);
+
+    let right = std::fs::read_to_string(&env["OPENSTACK_CA_FILE"]).unwrap();
+    let rotated = serde_json::json!({"data": {"cacert": b64(&right)}});
+    fake.patch("v1", "secrets", "kube-system", "openstack-credentials", rotated);
+    process.wait_line("authenticated to OpenStack", WAIT).await;
+    assert_eq!(readyz(port).await.0, 200);
+    assert!(!process.log().contains(&env["OPENSTACK_PASSWORD"]), "a password reached the log");
+}
