@@ -1,5 +1,6 @@
 //! A stand-in for IBM Cloud IAM: IBM's service cannot run here, so this speaks the two calls
-//! of its protocol that find an API key's account, over plain HTTP/1.1 on 127.0.0.1.
+//! of its protocol that find an API key's account, over HTTPS/1.1 on 127.0.0.1 with a
+//! certificate from a private CA (given to `create manifests` as `additionalTrustBundle`).
 //!
 //! - `POST /identity/token`, form `grant_type=urn:ibm:params:oauth:grant-type:apikey&apikey=K`:
 //!   a bearer token for a known key, else IAM's `BXNIM0415E` error document (HTTP 400).
@@ -10,9 +11,11 @@
 //! Every request is recorded so tests can check what was sent.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
+
+use testkit::tls::{TestCa, Validity};
 
 /// The grant IAM requires for API keys.
 const GRANT: &str = "urn:ibm:params:oauth:grant-type:apikey";
@@ -29,6 +32,7 @@ pub(crate) struct Request {
 /// A running fake; it serves until the test process ends.
 pub(crate) struct FakeIam {
     url: String,
+    ca: String,
     requests: Arc<Mutex<Vec<Request>>>,
 }
 
@@ -36,7 +40,10 @@ impl FakeIam {
     /// Serves `keys` (API key → account ID) on a free port.
     pub(crate) fn start(keys: &[(&str, &str)]) -> FakeIam {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let url = format!("http://{}", listener.local_addr().expect("bound address"));
+        let url = format!("https://{}", listener.local_addr().expect("bound address"));
+        let ca = TestCa::new("fake IAM CA");
+        let (cert, key) = ca.server(&["127.0.0.1"], Validity::Now);
+        let tls = Arc::new(testkit::tls::server_config(&cert, &key));
         let keys: BTreeMap<String, String> =
             keys.iter().map(|(k, a)| ((*k).to_owned(), (*a).to_owned())).collect();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -44,17 +51,23 @@ impl FakeIam {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                if let Some(request) = serve(stream, &keys) {
+                let Ok(session) = rustls::ServerConnection::new(Arc::clone(&tls)) else { continue };
+                if let Some(request) = serve(rustls::StreamOwned::new(session, stream), &keys) {
                     seen.lock().expect("requests").push(request);
                 }
             }
         });
-        FakeIam { url, requests }
+        FakeIam { url, ca: ca.pem(), requests }
     }
 
-    /// `http://127.0.0.1:<port>`, for the install-config's `IAM` service endpoint.
+    /// `https://127.0.0.1:<port>`, for the install-config's `IAM` service endpoint.
     pub(crate) fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The CA that signed its certificate (PEM), for `additionalTrustBundle`.
+    pub(crate) fn ca(&self) -> &str {
+        &self.ca
     }
 
     /// What was received so far, in order.
@@ -68,9 +81,10 @@ fn token_for(key: &str) -> String {
     format!("eyJfake.{}", key.bytes().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
-/// Reads one request, answers it and closes the connection.
-fn serve(stream: TcpStream, keys: &BTreeMap<String, String>) -> Option<Request> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
+/// Reads one request, answers it and closes the connection (a client that does not trust the
+/// certificate fails the handshake: nothing is recorded).
+fn serve(stream: impl Read + Write, keys: &BTreeMap<String, String>) -> Option<Request> {
+    let mut reader = BufReader::new(stream);
     let request = read_request(&mut reader)?;
     let (status, body) = answer(&request, keys);
     let reason = match status {
@@ -84,8 +98,9 @@ fn serve(stream: TcpStream, keys: &BTreeMap<String, String>) -> Option<Request> 
          Connection: close\r\n\r\n{body}",
         body.len()
     );
-    let mut stream = stream;
+    let stream = reader.get_mut();
     stream.write_all(response.as_bytes()).ok()?;
+    stream.flush().ok()?;
     Some(request)
 }
 

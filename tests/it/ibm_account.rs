@@ -11,14 +11,19 @@ use crate::support::{Test, outputs, tree};
 const KEY: &str = "example-ibm-key-DO-NOT-LOG";
 const ACCOUNT: &str = "fedcba9876543210fedcba9876543210";
 
-/// The platform's example with its `IAM` service endpoint pointing at `iam_url`.
-fn example_with_iam(platform: &str, iam_url: &str) -> Test {
+/// The platform's example with its `IAM` service endpoint pointing at `iam_url`, and `ca` as
+/// its `additionalTrustBundle`.
+fn example_with_iam(platform: &str, iam_url: &str, ca: Option<&str>) -> Test {
     let t = Test::new().example(platform);
     let head = format!("platform:\n  {platform}:\n");
-    let config = t.read("install-config.yaml").replace(
+    let mut config = t.read("install-config.yaml").replace(
         &head,
         &format!("{head}    serviceEndpoints:\n    - name: IAM\n      url: {iam_url}\n"),
     );
+    if let Some(ca) = ca {
+        let indented: String = ca.lines().map(|l| format!("  {l}\n")).collect();
+        config = format!("additionalTrustBundle: |\n{indented}{config}");
+    }
     with_credentials(t.file("install-config.yaml", &config)).env("NO_PROXY", "127.0.0.1")
 }
 
@@ -30,7 +35,7 @@ fn create(t: Test, extra: &[&str]) -> Test {
 fn the_account_is_the_api_keys_own_and_matches_the_offline_run() {
     for platform in ["ibmcloud", "powervs"] {
         let iam = FakeIam::start(&[(KEY, ACCOUNT), ("another-key", "0000")]);
-        let online = create(example_with_iam(platform, iam.url()), &[]);
+        let online = create(example_with_iam(platform, iam.url(), Some(iam.ca())), &[]);
         let run = online.expect(0);
 
         let config = online.read("manifests/cloud-provider-config.yaml");
@@ -54,7 +59,7 @@ fn the_account_is_the_api_keys_own_and_matches_the_offline_run() {
         assert!(requests[1].headers["authorization"].starts_with("Bearer eyJfake."));
 
         let offline = create(
-            example_with_iam(platform, iam.url()),
+            example_with_iam(platform, iam.url(), Some(iam.ca())),
             &["--offline", "--ibm-account-id", ACCOUNT],
         );
         offline.expect(0);
@@ -71,11 +76,22 @@ fn a_refused_or_unreachable_iam_stops_before_anything_is_written() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", listener.local_addr().unwrap())
     };
-    for (url, expected) in [
-        (iam.url(), "IAM answered HTTP 400: Provided API key could not be found. (BXNIM0415E)"),
-        (closed.as_str(), "error sending request"),
+    let host = iam.url().trim_start_matches("https://").to_owned();
+    let untrusted = format!(
+        "TLS with {host} failed: certificate signed by an unknown authority (invalid peer \
+         certificate: UnknownIssuer); set additionalTrustBundle in install-config.yaml to the CA \
+         bundle that signed it"
+    );
+    for (url, ca, expected) in [
+        (
+            iam.url(),
+            Some(iam.ca()),
+            "IAM answered HTTP 400: Provided API key could not be found. (BXNIM0415E)",
+        ),
+        (iam.url(), None, untrusted.as_str()),
+        (closed.as_str(), None, "error sending request"),
     ] {
-        let t = create(example_with_iam("ibmcloud", url), &[]);
+        let t = create(example_with_iam("ibmcloud", url, ca), &[]);
         let before = tree(&t.dir());
         let run = t.expect(1);
         let lookup = format!("could not look up the IBM Cloud account of IC_API_KEY at {url}");

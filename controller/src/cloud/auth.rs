@@ -14,7 +14,7 @@ use crate::config::{Credentials, EndpointInterface};
 /// How the controller's trust settings are named in a TLS error.
 const TRUST: ccm_tls_explain::Settings = ccm_tls_explain::Settings {
     ca: "set [Global] ca-file (cacert in clouds.yaml) to",
-    insecure: "tls-insecure = true",
+    insecure: Some("tls-insecure = true"),
 };
 
 /// Authenticates once with these credentials and returns a session bound to region and interface.

@@ -50,6 +50,21 @@ impl TestCa {
     }
 }
 
+/// A rustls server configuration for this certificate and key (PEM), for blocking servers too.
+pub fn server_config(cert_pem: &str, key_pem: &str) -> rustls::ServerConfig {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .expect("certificate PEM");
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).expect("key PEM");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .expect("server certificate and key")
+}
+
 /// A TLS server on 127.0.0.1 with this certificate that answers every request with
 /// `200 {}` (so a client that trusts it gets through, and one that does not fails in the
 /// handshake); stops when dropped.
@@ -68,18 +83,7 @@ impl Drop for TlsServer {
 impl TlsServer {
     /// Starts it (inside a tokio runtime).
     pub async fn start(cert_pem: &str, key_pem: &str) -> TlsServer {
-        let certs: Vec<CertificateDer<'static>> =
-            CertificateDer::pem_slice_iter(cert_pem.as_bytes())
-                .collect::<Result<_, _>>()
-                .expect("certificate PEM");
-        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).expect("key PEM");
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .expect("server certificate and key");
+        let config = server_config(cert_pem, key_pem);
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("address").port();

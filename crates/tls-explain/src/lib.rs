@@ -9,8 +9,8 @@
 pub struct Settings {
     /// Where a CA bundle goes, e.g. "set [Global] ca-file (cacert in clouds.yaml) to".
     pub ca: &'static str,
-    /// How verification is turned off, e.g. "tls-insecure = true".
-    pub insecure: &'static str,
+    /// How verification is turned off, e.g. "tls-insecure = true"; `None` where it cannot be.
+    pub insecure: Option<&'static str>,
 }
 
 /// The explanation of a failed TLS handshake with `url`, or `None` when `url` is not HTTPS, or
@@ -20,11 +20,16 @@ pub async fn diagnose(client: &reqwest::Client, url: &str, settings: Settings) -
         return None;
     }
     let error = client.get(url).send().await.err()?;
-    let reason = rustls_reason(&error)?;
+    from_error(&error, settings)
+}
+
+/// The explanation of `error` when a TLS handshake is what failed.
+pub fn from_error(error: &reqwest::Error, settings: Settings) -> Option<String> {
+    let reason = rustls_reason(error)?;
     let host = error
         .url()
         .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
-        .unwrap_or_else(|| url.to_owned());
+        .unwrap_or_else(|| "the server".to_owned());
     Some(explain(&host, &reason, settings))
 }
 
@@ -47,27 +52,27 @@ fn rustls_reason(error: &(dyn std::error::Error + 'static)) -> Option<String> {
 /// One line: what failed, rustls's own reason, and what to change.
 pub fn explain(host: &str, reason: &str, settings: Settings) -> String {
     let lower = reason.to_ascii_lowercase().replace(' ', "");
-    let insecure = format!("or {} to skip verification (unsafe)", settings.insecure);
+    let insecure = match settings.insecure {
+        Some(setting) => format!(", or {setting} to skip verification (unsafe)"),
+        None => String::new(),
+    };
     let (what, fix) = if lower.contains("unknownissuer") || lower.contains("badsignature") {
         (
             "certificate signed by an unknown authority",
-            format!("{} the CA bundle that signed it, {insecure}", settings.ca),
+            format!("{} the CA bundle that signed it{insecure}", settings.ca),
         )
     } else if lower.contains("expired") || lower.contains("notvalidyet") {
         (
             "certificate expired or not yet valid",
-            format!("the server needs a certificate valid now (check its clock too), {insecure}"),
+            format!("the server needs a certificate valid now (check its clock too){insecure}"),
         )
     } else if lower.contains("notvalidforname") {
         (
             "certificate not valid for this host name",
-            format!(
-                "use a host name the certificate names in auth-url (and in the catalog), \
-                 {insecure}"
-            ),
+            format!("use a host name the certificate names in the URL{insecure}"),
         )
     } else {
-        ("TLS handshake refused", format!("{} the right CA bundle, {insecure}", settings.ca))
+        ("TLS handshake refused", format!("{} the right CA bundle{insecure}", settings.ca))
     };
     format!("TLS with {host} failed: {what} ({reason}); {fix}")
 }
@@ -78,7 +83,7 @@ mod tests {
 
     const CONTROLLER: Settings = Settings {
         ca: "set [Global] ca-file (cacert in clouds.yaml) to",
-        insecure: "tls-insecure = true",
+        insecure: Some("tls-insecure = true"),
     };
 
     #[test]

@@ -37,7 +37,8 @@ fn ibm_access(req: &AccessRequest<'_>, endpoints: &[ServiceEndpoint]) -> anyhow:
         );
     };
     let endpoint = iam::endpoint(endpoints);
-    let account_id = iam::online::account_id(endpoint, key).with_context(|| {
+    let trust = req.config.additional_trust_bundle.as_deref().filter(|b| !b.trim().is_empty());
+    let account_id = iam::online::account_id(endpoint, key, trust).with_context(|| {
         format!(
             "could not look up the IBM Cloud account of IC_API_KEY at {endpoint} (give it with \
              --ibm-account-id to skip the lookup)"

@@ -105,15 +105,14 @@ pub(crate) fn aws_service_url(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The installer's PowerVS `validateServiceURL`: a host, then the scheme, then no path or
-/// query but an API version (`/v1`, `/v22/`). `http` is accepted as well as `https`, as on
-/// IBM Cloud: the IAM account lookup is tested against a plain-HTTP fake. See: issue 19.
+/// The installer's PowerVS `validateServiceURL`: a host, then the https scheme, then no path
+/// or query but an API version (`/v1`, `/v22/`).
 pub(crate) fn powervs_service_url(text: &str) -> Result<(), String> {
     let endpoint = Endpoint::parse(text)?;
     if endpoint.host.is_empty() {
         return Err("empty hostname provided, it cannot be empty".to_owned());
     }
-    if !matches!(endpoint.scheme.as_str(), "http" | "https") {
+    if endpoint.scheme != "https" {
         return Err(format!("invalid scheme {}, only https is allowed", endpoint.scheme));
     }
     let request = endpoint.request.as_str();

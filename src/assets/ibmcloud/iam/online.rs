@@ -11,22 +11,36 @@ use crate::installconfig::Secret;
 /// IAM that does not answer must not hang `create manifests`.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How a TLS failure with IAM is fixed: the install-config's trust bundle.
+const TRUST: ccm_tls_explain::Settings = ccm_tls_explain::Settings {
+    ca: "set additionalTrustBundle in install-config.yaml to",
+    insecure: None,
+};
+
 /// The account the API key belongs to: a token for the key, then the key's details, both
-/// from IAM at `endpoint` ([`super::endpoint`]).
-pub fn account_id(endpoint: &str, api_key: &Secret) -> Result<String> {
+/// from IAM at `endpoint` ([`super::endpoint`]), trusting the web roots and `trust_bundle`
+/// (the install-config's `additionalTrustBundle`).
+pub fn account_id(endpoint: &str, api_key: &Secret, trust_bundle: Option<&str>) -> Result<String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Transport(format!("could not start the HTTP client: {e}")))?;
-    runtime.block_on(ask(endpoint, api_key))
+    runtime.block_on(ask(endpoint, api_key, trust_bundle))
 }
 
-async fn ask(endpoint: &str, api_key: &Secret) -> Result<String> {
-    let client = reqwest::Client::builder()
+async fn ask(endpoint: &str, api_key: &Secret, trust_bundle: Option<&str>) -> Result<String> {
+    let mut builder = reqwest::Client::builder()
         .timeout(TIMEOUT)
-        .user_agent(concat!("ccm-assets/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(transport)?;
+        .user_agent(concat!("ccm-assets/", env!("CARGO_PKG_VERSION")));
+    if let Some(pem) = trust_bundle {
+        let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes()).map_err(|e| {
+            Error::Transport(format!("additionalTrustBundle is not a PEM bundle: {e}"))
+        })?;
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    let client = builder.build().map_err(transport)?;
     let token = client
         .post(super::token_url(endpoint))
         .header("Content-Type", super::TOKEN_CONTENT_TYPE)
@@ -48,8 +62,12 @@ async fn send(request: reqwest::RequestBuilder) -> Result<(u16, String)> {
     Ok((status, response.text().await.map_err(transport)?))
 }
 
-/// reqwest's message with its causes; it names the URL, which carries no secret.
+/// reqwest's message with its causes (or, for a failed TLS handshake, what failed and how to
+/// fix it); it names the URL, which carries no secret.
 fn transport(error: reqwest::Error) -> Error {
+    if let Some(line) = ccm_tls_explain::from_error(&error, TRUST) {
+        return Error::Transport(line);
+    }
     let mut message = error.to_string();
     let mut source = std::error::Error::source(&error);
     while let Some(cause) = source {

@@ -88,7 +88,7 @@ fn connect(cloud: &Cloud) -> Result<Connection, AssetError> {
 /// How the generator's trust settings are named in a TLS error.
 const TRUST: ccm_tls_explain::Settings = ccm_tls_explain::Settings {
     ca: "set cacert in clouds.yaml to",
-    insecure: "verify: false in clouds.yaml",
+    insecure: Some("verify: false in clouds.yaml"),
 };
 
 /// Why the TLS handshake with the cloud's auth URL fails, trusting what osauth trusted (the

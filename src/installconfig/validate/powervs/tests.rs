@@ -71,10 +71,11 @@ const CASES: &Cases = &[
         &[],
     ),
     (
-        "a scheme other than https (or http, see the README)",
-        "zone: dal10, serviceEndpoints: [{name: COS, url: 'ftp://cos.example.com'}]",
+        "a scheme other than https",
+        "zone: dal10, serviceEndpoints: [{name: COS, url: 'ftp://cos.example.com'}, {name: IAM, url: 'http://iam.example.com'}]",
         &[
             r#"platform.powervs.serviceEndpoints[0].url: Invalid value: "ftp://cos.example.com": invalid scheme ftp, only https is allowed"#,
+            r#"platform.powervs.serviceEndpoints[1].url: Invalid value: "http://iam.example.com": invalid scheme http, only https is allowed"#,
         ],
     ),
     (
