@@ -11,7 +11,12 @@ fn example_inputs() -> Inputs {
     let openstack = loaded.config.platform.openstack.as_ref().unwrap();
     let selected = crate::installconfig::clouds::load(&[dir.join("clouds.yaml")], &openstack.cloud)
         .expect("the example's cloud");
-    let cloud = openstack::Cloud { name: selected.name, entry: selected.entry, ca_bundle: None };
+    let cloud = openstack::Cloud {
+        name: selected.name,
+        entry: selected.entry,
+        ca_bundle: None,
+        trust_bundle: None,
+    };
     Inputs {
         install_config: Some(loaded.config),
         access: cloud_access::CloudAccess::OpenStack(Box::new(cloud)),

@@ -51,7 +51,7 @@ pub fn cloud(selected: clouds::SelectedCloud) -> Result<openstack::Cloud, CaErro
         })?),
         None => None,
     };
-    Ok(openstack::Cloud { name, entry, ca_bundle })
+    Ok(openstack::Cloud { name, entry, ca_bundle, trust_bundle: None })
 }
 
 /// The installer's TLS files in `DIR/tls/`, each optional; the signer needs both halves.

@@ -96,7 +96,7 @@ fn cloud(region: Option<&str>, password: Option<&str>) -> Cloud {
     entry.auth.user_domain_id = Some("default".into());
     entry.auth.domain_name = Some("Default".into());
     entry.region_name = region.map(str::to_owned);
-    Cloud { name: "c".into(), entry, ca_bundle: None }
+    Cloud { name: "c".into(), entry, ca_bundle: None, trust_bundle: None }
 }
 
 fn facts() -> CloudFacts {

@@ -121,26 +121,74 @@ fn over_https_the_clouds_yaml_ca_resolves_the_network_and_goes_into_the_config()
     assert!(map.contains(&format!("floating-network-id = {id}")), "{map}");
 }
 
+/// The stack's clouds.yaml with the `cacert` of cloud ccm-tls replaced by `instead` (a line
+/// at the same indentation, or nothing).
+fn clouds_yaml_without_cacert(env: &StackEnv, instead: &str) -> tempfile::NamedTempFile {
+    let yaml = std::fs::read_to_string(&env["OPENSTACK_CLOUDS_YAML"]).unwrap();
+    let cacert = format!("cacert: {}", env["OPENSTACK_CA_FILE"]);
+    let mut out = String::new();
+    for line in yaml.lines() {
+        match line.trim_start() == cacert {
+            true if instead.is_empty() => continue,
+            true => out.push_str(&format!("{}{instead}\n", &line[..line.len() - cacert.len()])),
+            false => out.push_str(&format!("{line}\n")),
+        }
+    }
+    assert_ne!(out, yaml, "no cacert line in {}", env["OPENSTACK_CLOUDS_YAML"]);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), out).unwrap();
+    file
+}
+
+/// `create manifests` online for cloud ccm-tls from `clouds`, `trust` as additionalTrustBundle.
+fn create_over_tls(env: &StackEnv, clouds: &tempfile::NamedTempFile, trust: Option<&str>) -> Test {
+    let mut config =
+        install_config(&env["OPENSTACK_CLOUD_TLS"], &env["OPENSTACK_EXTERNAL_NETWORK"]);
+    if let Some(pem) = trust {
+        let indented: String = pem.lines().map(|l| format!("  {l}\n")).collect();
+        config = format!("additionalTrustBundle: |\n{indented}{config}");
+    }
+    Test::new()
+        .file("install-config.yaml", &config)
+        .env("OS_CLIENT_CONFIG_FILE", &clouds.path().display().to_string())
+        .create(&CreateManifests::online())
+}
+
 #[test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 fn over_https_without_the_ca_the_lookup_fails_naming_host_reason_and_fix() {
     let env = StackEnv::load();
-    let yaml = std::fs::read_to_string(&env["OPENSTACK_CLOUDS_YAML"]).unwrap();
-    let without: String = yaml
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("cacert:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let clouds = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(clouds.path(), without).unwrap();
-    let config = install_config(&env["OPENSTACK_CLOUD_TLS"], &env["OPENSTACK_EXTERNAL_NETWORK"]);
-    let t = Test::new()
-        .file("install-config.yaml", &config)
-        .env("OS_CLIENT_CONFIG_FILE", &clouds.path().display().to_string())
-        .create(&CreateManifests::online());
-    let err = t.expect(1).stderr;
+    let clouds = clouds_yaml_without_cacert(&env, "");
+    let err = create_over_tls(&env, &clouds, None).expect(1).stderr;
     let url = &env["OPENSTACK_TLS_AUTH_URL"];
     let host = url.trim_start_matches("https://").split('/').next().unwrap().to_owned();
-    let wanted = format!("TLS with {host} failed: certificate signed by an unknown authority");
+    let wanted = format!(
+        "TLS with {host} failed: certificate signed by an unknown authority (invalid peer \
+         certificate: UnknownIssuer); set cacert in clouds.yaml (or additionalTrustBundle in \
+         install-config.yaml) to the CA bundle that signed it, or verify: false in clouds.yaml"
+    );
     assert!(err.contains(&wanted), "{err}");
+}
+
+#[test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+fn over_https_the_additional_trust_bundle_is_trusted_and_verify_false_works_with_a_warning() {
+    let env = StackEnv::load();
+    let ca = std::fs::read_to_string(&env["OPENSTACK_CA_FILE"]).unwrap();
+    let id = &env["OPENSTACK_EXTERNAL_NETWORK_ID"];
+    let without = clouds_yaml_without_cacert(&env, "");
+    let trusted = create_over_tls(&env, &without, Some(&ca));
+    let run = trusted.expect(0);
+    assert!(!run.stderr.contains("verify: false"), "{}", run.stderr);
+    let map = trusted.read("manifests/cloud-provider-config.yaml");
+    assert!(map.contains(&format!("floating-network-id = {id}")), "{map}");
+
+    let insecure = clouds_yaml_without_cacert(&env, "verify: false");
+    let unverified = create_over_tls(&env, &insecure, None);
+    let run = unverified.expect(0);
+    let warning =
+        "cloud \"ccm-tls\" has verify: false: the cloud's TLS certificates are not verified";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    let map = unverified.read("manifests/cloud-provider-config.yaml");
+    assert!(map.contains(&format!("floating-network-id = {id}")), "{map}");
 }

@@ -13,6 +13,9 @@ pub(crate) fn load(req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
     let selected = clouds::load(&clouds::search_paths(&req.env.clouds_search()), &openstack.cloud)?;
     tracing::info!("Loaded cloud {:?} from {}", selected.name, selected.file.display());
     let file = selected.file.clone();
-    let access = CloudAccess::OpenStack(Box::new(inputs::cloud(selected)?));
+    let mut cloud = inputs::cloud(selected)?;
+    cloud.trust_bundle =
+        req.config.additional_trust_bundle.clone().filter(|b| !b.trim().is_empty());
+    let access = CloudAccess::OpenStack(Box::new(cloud));
     Ok(LoadedAccess { access, inputs: vec![file] })
 }

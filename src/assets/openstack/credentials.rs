@@ -85,7 +85,7 @@ mod tests {
         entry.auth.user_domain_id = Some("default".into());
         entry.auth.domain_name = Some("Default".into());
         entry.region_name = Some("my_region".into());
-        Cloud { name: "c".into(), entry, ca_bundle: None }
+        Cloud { name: "c".into(), entry, ca_bundle: None, trust_bundle: None }
     }
 
     #[test]

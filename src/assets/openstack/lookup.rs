@@ -5,6 +5,7 @@
 //! load-balancer service is assumed. [`Online`] asks the cloud through osauth.
 
 mod online;
+mod session;
 
 pub use online::Online;
 
@@ -117,7 +118,12 @@ mod tests {
 
     #[test]
     fn offline_accepts_ids_and_rejects_names() {
-        let cloud = Cloud { name: "c".into(), entry: Default::default(), ca_bundle: None };
+        let cloud = Cloud {
+            name: "c".into(),
+            entry: Default::default(),
+            ca_bundle: None,
+            trust_bundle: None,
+        };
         let id = "6d8a7b3c-5f1e-4a2b-9c0d-1e2f3a4b5c6d";
         assert_eq!(Offline.network_id(&cloud, id).unwrap(), id);
         let err = Offline.network_id(&cloud, "public").unwrap_err().to_string();

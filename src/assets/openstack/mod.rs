@@ -45,6 +45,10 @@ pub struct Cloud {
     /// The bytes of the `cacert` file, when the entry has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<String>,
+    /// The install-config's `additionalTrustBundle`, trusted by the lookups too (public
+    /// certificates; the install-config is where it is written to the cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_bundle: Option<String>,
 }
 
 /// OpenStack's [`Provider`].

@@ -8,7 +8,7 @@ const STANDARD: &str = "[Global]\nuse-clouds = true\nclouds-file = /etc/openstac
 
 fn cloud(region: Option<&str>, ca: bool) -> Cloud {
     let entry = CloudEntry { region_name: region.map(str::to_owned), ..CloudEntry::default() };
-    Cloud { name: "c".into(), entry, ca_bundle: ca.then(|| "PEM".to_owned()) }
+    Cloud { name: "c".into(), entry, ca_bundle: ca.then(|| "PEM".to_owned()), trust_bundle: None }
 }
 
 fn facts(network: Option<&str>, load_balancer: bool) -> CloudFacts {

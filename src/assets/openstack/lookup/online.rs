@@ -7,7 +7,7 @@ use osauth::services::{GenericService, NETWORK, VersionSelector};
 use osauth::{ErrorKind, Session};
 use serde::Deserialize;
 
-use super::{Lookup, is_uuid};
+use super::{Lookup, is_uuid, session};
 use crate::assets::openstack::Cloud;
 use crate::graph::AssetError;
 
@@ -70,39 +70,26 @@ impl Online {
 
 fn connect(cloud: &Cloud) -> Result<Connection, AssetError> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let config: osauth::CloudConfig = serde_json::from_value(serde_json::to_value(&cloud.entry)?)
-        .map_err(|e| {
-        format!("cloud {:?}: clouds.yaml entry not understood: {e}", cloud.name)
-    })?;
+    let client = session::client(cloud, TIMEOUT)?;
+    let probe = client.clone();
     let session = runtime
-        .block_on(async { tokio::time::timeout(TIMEOUT, config.create_session()).await })
+        .block_on(async { tokio::time::timeout(TIMEOUT, session::session(cloud, client)).await })
         .map_err(|_| unreachable(cloud, &format!("no answer within {}s", TIMEOUT.as_secs())))?;
     match session {
         Ok(session) => Ok(Connection { runtime, session }),
         Err(e) => {
-            Err(unreachable(cloud, &runtime.block_on(tls_failure(cloud)).unwrap_or(e.to_string())))
+            let url = cloud.entry.auth.auth_url.as_deref().unwrap_or_default();
+            let tls = runtime.block_on(ccm_tls_explain::diagnose(&probe, url, TRUST));
+            Err(unreachable(cloud, &tls.unwrap_or(e.to_string())))
         }
     }
 }
 
 /// How the generator's trust settings are named in a TLS error.
 const TRUST: ccm_tls_explain::Settings = ccm_tls_explain::Settings {
-    ca: "set cacert in clouds.yaml to",
+    ca: "set cacert in clouds.yaml (or additionalTrustBundle in install-config.yaml) to",
     insecure: Some("verify: false in clouds.yaml"),
 };
-
-/// Why the TLS handshake with the cloud's auth URL fails, trusting what osauth trusted (the
-/// web roots and the `cacert` bundle); `None` when it does not.
-async fn tls_failure(cloud: &Cloud) -> Option<String> {
-    let url = cloud.entry.auth.auth_url.as_deref()?;
-    let mut builder = reqwest::Client::builder().timeout(TIMEOUT);
-    if let Some(bundle) = &cloud.ca_bundle {
-        for cert in reqwest::Certificate::from_pem_bundle(bundle.as_bytes()).ok()? {
-            builder = builder.add_root_certificate(cert);
-        }
-    }
-    ccm_tls_explain::diagnose(&builder.build().ok()?, url, TRUST).await
-}
 
 fn unreachable(cloud: &Cloud, why: &str) -> AssetError {
     let url = cloud.entry.auth.auth_url.as_deref().unwrap_or("(no auth_url)");
