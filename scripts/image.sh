@@ -81,14 +81,15 @@ if [ ${#run[@]} -gt 0 ]; then
 fi
 
 if [ -n "$openstack_env" ]; then
-  # The end-to-end test that starts the CCM from the generated bootstrap manifests against the
-  # real Keystone/Nova and a wire-level fake API server, with the image's binary instead of
-  # cargo's (controller/tests/it/support.rs reads CCM_TEST_OCCM_BIN).
+  # The end-to-end tests that start the CCM from the generated bootstrap manifests against the
+  # real Keystone/Nova (plain, and over the stack's HTTPS front with the generated CA) and a
+  # wire-level fake API server, with the image's binary instead of cargo's
+  # (controller/tests/it/support.rs reads CCM_TEST_OCCM_BIN).
   [ -x "$out/bin/openstack-cloud-controller-manager" ] || die "run scripts/image.sh --test first"
   say "the CCM from the image against the real OpenStack of $openstack_env"
   CCM_OPENSTACK_ENV=$openstack_env CCM_TEST_OCCM_BIN="$out/bin/openstack-cloud-controller-manager" \
     cargo nextest run --locked -p openstack-cloud-controller-manager --run-ignored only \
-    -E 'test(generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node)'
+    -E 'test(/^end_to_end::generated_bootstrap_manifests_/)'
   exit 0
 fi
 

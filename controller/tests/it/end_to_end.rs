@@ -15,12 +15,9 @@ use testkit::stack::StackEnv;
 
 use crate::support::{Process, free_port, scene};
 
-/// Runs the generator (online: it asks the real cloud) into `dir`, as the CLI would.
-fn generate(dir: &Path, env: &StackEnv) {
-    let config = testkit::install_config::openstack(
-        &env["OPENSTACK_CLOUD_APPCRED"],
-        &env["OPENSTACK_EXTERNAL_NETWORK"],
-    );
+/// Runs the generator (online: it asks the real cloud) into `dir` for `cloud`, as the CLI would.
+fn generate(dir: &Path, env: &StackEnv, cloud: &str) {
+    let config = testkit::install_config::openstack(cloud, &env["OPENSTACK_EXTERNAL_NETWORK"]);
     testkit::install_config::write(dir, &config);
     let clouds = env["OPENSTACK_CLOUDS_YAML"].clone();
     let vars = Env::from_vars(
@@ -39,17 +36,34 @@ fn yaml(path: &Path) -> Value {
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node() {
     let env = StackEnv::load();
+    bootstrap_initializes_a_node(&env, &env["OPENSTACK_CLOUD_APPCRED"], "gen").await;
+}
+
+/// Over the stack's HTTPS front: the CA of the cloud's clouds.yaml goes into the generated
+/// assets, and the bootstrap CCM trusts it through the cloud.conf's `ca-file`, where the static
+/// pod's host mount puts the rendered file.
+#[tokio::test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+async fn generated_bootstrap_manifests_reach_openstack_over_tls_with_the_generated_ca() {
+    let env = StackEnv::load();
+    bootstrap_initializes_a_node(&env, &env["OPENSTACK_CLOUD_TLS"], "tls").await;
+}
+
+/// Generates for `cloud`, starts the binary with the static pod's flags (host paths pointed at
+/// the generated files, as the pod's `/etc/kubernetes` host mount does) and waits until it
+/// initializes a real server's node.
+async fn bootstrap_initializes_a_node(env: &StackEnv, cloud: &str, tag: &str) {
     let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_owned();
     // Readable by the image's user when scripts/image.sh runs this test with the image's binary
     // (CCM_TEST_OCCM_BIN): the files the CCM reads here are not secret.
     std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .unwrap();
-    let out = dir.path().to_owned();
-    let env2 = env.clone();
-    tokio::task::spawn_blocking(move || generate(&out, &env2)).await.unwrap();
+    let (env2, cloud2) = (env.clone(), cloud.to_owned());
+    tokio::task::spawn_blocking(move || generate(&out, &env2, &cloud2)).await.unwrap();
 
-    let name = format!("occm-e2e-gen-{}", std::process::id());
-    let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
+    let name = format!("occm-e2e-{tag}-{}", std::process::id());
+    let server = scene(env, &["server-create", "--name", &name, "--wait-active"]).await;
     let id = server["id"].as_str().unwrap().to_owned();
 
     let fake = FakeApiServer::start().await.unwrap();
@@ -66,7 +80,11 @@ async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node(
     // The static pod's own flags, with the host paths pointed at the generated files.
     let pod =
         yaml(&dir.path().join("bootstrap/manifests/openstack-cloud-controller-manager-pod.yaml"));
+    // The pod mounts the host's /etc/kubernetes: its bootstrap-configs are the rendered configs.
     let conf = dir.path().join("bootstrap/configs/cloud.conf");
+    let configs = format!("{}/", dir.path().join("bootstrap/configs").display());
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, text.replace("/etc/kubernetes/bootstrap-configs/", &configs)).unwrap();
     let kube = kubeconfig(dir.path(), &fake.url());
     let port = free_port();
     let mut args: Vec<String> = pod["spec"]["containers"][0]["args"]
@@ -95,5 +113,5 @@ async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node(
     let taints = node["spec"]["taints"].as_array().cloned().unwrap_or_default();
     assert!(taints.iter().all(|t| t["key"] != UNINITIALIZED_TAINT), "{taints:?}");
     assert!(!process.log().contains(&env["OPENSTACK_APPCRED_SECRET"]), "a secret reached the log");
-    scene(&env, &["server-delete", &id, "--wait"]).await;
+    scene(env, &["server-delete", &id, "--wait"]).await;
 }
