@@ -12,4 +12,5 @@ mod openstack;
 mod platforms;
 mod real_openstack;
 mod support;
+mod tls;
 mod validators;
