@@ -108,8 +108,7 @@ impl Metrics {
     }
 
     /// How many calls were counted with these labels.
-    #[cfg(test)]
-    pub(crate) fn calls(
+    pub fn calls(
         &self,
         service: &'static str,
         operation: &'static str,

@@ -67,7 +67,8 @@ pub(crate) fn server_name(i: usize) -> String {
     format!("worker-{i:05}")
 }
 
-fn ip(i: usize) -> String {
+/// The fixed IP of server `i` (its port's, and its Nova address).
+pub(crate) fn ip(i: usize) -> String {
     format!("10.{}.{}.{}", 128 + (i >> 16) % 64, (i >> 8) & 0xff, i & 0xff)
 }
 

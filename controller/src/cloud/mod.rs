@@ -12,7 +12,7 @@ pub mod session;
 use std::future::Future;
 
 pub use neutron::Port;
-pub use nova::Server;
+pub use nova::{Server, ServerState};
 pub use session::OpenStack;
 
 /// An error talking to OpenStack. Only [`Error::NotFound`] may lead to deleting a Node.
@@ -161,8 +161,11 @@ pub trait Cloud: Send + Sync + 'static {
     fn server(&self, lookup: &Lookup) -> impl Future<Output = Result<Server>> + Send;
     /// The server with ports and flavor name (node initialization).
     fn instance(&self, lookup: &Lookup) -> impl Future<Output = Result<Instance>> + Send;
-    /// Every server of the project with ports and flavors: one server list, one port list.
+    /// Every server of the project with ports and flavors: the server list (one request per
+    /// page of 1,000), one port list.
     fn instances(&self) -> impl Future<Output = Result<Vec<Instance>>> + Send;
+    /// ID, name and status of every server (lifecycle): one request per page of 1,000.
+    fn server_states(&self) -> impl Future<Output = Result<Vec<ServerState>>> + Send;
     /// The configured region, for the topology label and regional providerIDs.
     fn region(&self) -> Option<String>;
 }

@@ -9,8 +9,8 @@ use serde::Deserialize;
 /// The microversion that embeds the flavor (with `original_name`) in the server body.
 pub(crate) const MICROVERSION: ApiVersion = ApiVersion(2, 47);
 
-/// Page size of the server list.
-const PAGE: usize = 1000;
+/// Page size of the server list: Nova's default `[api] max_limit` caps any larger page.
+pub(crate) const PAGE: usize = 1000;
 
 /// A Nova server, as much as a CCM reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -37,6 +37,36 @@ pub struct Server {
     pub access_ipv6: String,
     /// Metadata.
     pub metadata: BTreeMap<String, String>,
+}
+
+/// A server as a listing shows it to the lifecycle check: what it decides on, nothing more.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ServerState {
+    /// UUID.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// `ACTIVE`, `SHUTOFF`, …
+    pub status: String,
+}
+
+/// A listed server: its ID is the next page's marker.
+pub(crate) trait Listed {
+    /// The server's UUID.
+    fn id(&self) -> &str;
+}
+
+impl Listed for Server {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Listed for ServerState {
+    fn id(&self) -> &str {
+        &self.id
+    }
 }
 
 /// The server's flavor: `original_name` at ≥ 2.47, `id` before.
@@ -68,10 +98,10 @@ struct ServerRoot {
     server: Server,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct ServersRoot {
-    servers: Vec<Server>,
+#[derive(Debug, Deserialize)]
+struct ServersRoot<T> {
+    #[serde(default = "Vec::new")]
+    servers: Vec<T>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -99,7 +129,7 @@ pub(crate) async fn find_servers_by_name(
     name: &str,
 ) -> Result<Vec<Server>, osauth::Error> {
     let pattern = format!("^{}$", regex_escape(name));
-    let root: ServersRoot = session
+    let root: ServersRoot<Server> = session
         .get(COMPUTE, &["servers", "detail"])
         .api_version(MICROVERSION)
         .query(&[("name", pattern.as_str())])
@@ -108,28 +138,26 @@ pub(crate) async fn find_servers_by_name(
     Ok(root.servers.into_iter().filter(|s| s.name == name).collect())
 }
 
-/// Every server of the project, paged by marker.
-pub(crate) async fn list_servers(session: &Session) -> Result<Vec<Server>, osauth::Error> {
-    let mut all = Vec::new();
-    let mut marker: Option<String> = None;
-    loop {
-        let mut query = vec![("limit", PAGE.to_string())];
-        if let Some(marker) = &marker {
-            query.push(("marker", marker.clone()));
-        }
-        let root: ServersRoot = session
-            .get(COMPUTE, &["servers", "detail"])
-            .api_version(MICROVERSION)
-            .query(&query)
-            .fetch()
-            .await?;
-        let count = root.servers.len();
-        marker = root.servers.last().map(|s| s.id.clone());
-        all.extend(root.servers);
-        if count < PAGE || marker.is_none() {
-            return Ok(all);
-        }
+/// One page of `GET /servers/detail` (at most [`PAGE`] servers) after `marker`, with `filters`
+/// such as `changes-since`; the caller asks for the next page while a page is full.
+pub(crate) async fn servers_page<T: serde::de::DeserializeOwned + Send>(
+    session: &Session,
+    filters: &[(&str, String)],
+    marker: Option<&str>,
+) -> Result<Vec<T>, osauth::Error> {
+    let limit = PAGE.to_string();
+    let mut query: Vec<(&str, &str)> = vec![("limit", &limit)];
+    query.extend(filters.iter().map(|(k, v)| (*k, v.as_str())));
+    if let Some(marker) = marker {
+        query.push(("marker", marker));
     }
+    let root: ServersRoot<T> = session
+        .get(COMPUTE, &["servers", "detail"])
+        .api_version(MICROVERSION)
+        .query(&query)
+        .fetch()
+        .await?;
+    Ok(root.servers)
 }
 
 /// `GET /flavors/{id}` → name (only for Nova older than 2.47).

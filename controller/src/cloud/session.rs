@@ -10,7 +10,7 @@ use osauth::{ErrorKind, Session};
 use tokio::sync::Notify;
 
 use super::auth::connect;
-use super::{Cloud, Error, Instance, Lookup, Result, Server, neutron, nova};
+use super::{Cloud, Error, Instance, Lookup, Result, Server, ServerState, neutron, nova};
 use crate::config::Credentials;
 use crate::metrics::Metrics;
 
@@ -252,6 +252,28 @@ impl OpenStack {
         Ok(Some(name))
     }
 
+    /// Every page of `servers/detail` with these filters, each page one counted request.
+    async fn list_pages<T>(&self, filters: &[(&'static str, String)]) -> Result<Vec<T>>
+    where
+        T: nova::Listed + serde::de::DeserializeOwned + Send,
+    {
+        let mut all: Vec<T> = Vec::new();
+        loop {
+            let marker = all.last().map(|s| s.id().to_owned());
+            let page: Vec<T> = self
+                .call("compute", "server_list", "servers", |s| {
+                    let marker = marker.clone();
+                    async move { nova::servers_page(&s, filters, marker.as_deref()).await }
+                })
+                .await?;
+            let full = page.len() >= nova::PAGE;
+            all.extend(page);
+            if !full {
+                return Ok(all);
+            }
+        }
+    }
+
     fn flavor_cache(&self) -> HashMap<String, String> {
         self.flavors.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -298,9 +320,7 @@ impl Cloud for OpenStack {
     }
 
     async fn instances(&self) -> Result<Vec<Instance>> {
-        let servers = self
-            .call("compute", "server_list", "list", |s| async move { nova::list_servers(&s).await })
-            .await?;
+        let servers: Vec<Server> = self.list_pages(&[]).await?;
         let ports =
             self.call("network", "port_list", "list", |s| async move {
                 neutron::list_ports(&s, None).await
@@ -326,6 +346,10 @@ impl Cloud for OpenStack {
         // Refreshed, not grown: only flavors of live servers stay.
         *self.flavors.lock().unwrap_or_else(PoisonError::into_inner) = cache;
         Ok(out)
+    }
+
+    async fn server_states(&self) -> Result<Vec<ServerState>> {
+        self.list_pages(&[]).await
     }
 
     fn region(&self) -> Option<String> {

@@ -12,7 +12,7 @@ use testkit::kube::NodeFixture;
 use super::Context;
 use crate::cloud::neutron::{FixedIp, Port};
 use crate::cloud::nova::{Flavor, ServerAddress};
-use crate::cloud::{Cloud, Error, Instance, Lookup, Result, Server};
+use crate::cloud::{Cloud, Error, Instance, Lookup, Result, Server, ServerState};
 use crate::config::Networking;
 use crate::metrics::Metrics;
 use fake_kube_apiserver::FakeApiServer;
@@ -39,6 +39,12 @@ impl FakeCloud {
         self.calls.lock().unwrap().clone()
     }
 
+    /// Logs a listing call and fails it when a failure is set.
+    fn listed(&self, what: &str) -> Result<()> {
+        self.calls.lock().unwrap().push(what.into());
+        self.failure.lock().unwrap().clone().map_or(Ok(()), Err)
+    }
+
     fn find(&self, lookup: &Lookup) -> Result<Instance> {
         self.calls.lock().unwrap().push(format!("{lookup:?}"));
         if let Some(error) = self.failure.lock().unwrap().clone() {
@@ -63,11 +69,19 @@ impl Cloud for FakeCloud {
     }
 
     async fn instances(&self) -> Result<Vec<Instance>> {
-        self.calls.lock().unwrap().push("list".into());
-        if let Some(error) = self.failure.lock().unwrap().clone() {
-            return Err(error);
-        }
+        self.listed("list")?;
         Ok(self.instances.lock().unwrap().clone())
+    }
+
+    async fn server_states(&self) -> Result<Vec<ServerState>> {
+        self.listed("states")?;
+        let all = self.instances.lock().unwrap();
+        let state = |i: &Instance| ServerState {
+            id: i.server.id.clone(),
+            name: i.server.name.clone(),
+            status: i.server.status.clone(),
+        };
+        Ok(all.iter().map(state).collect())
     }
 
     fn region(&self) -> Option<String> {

@@ -1,7 +1,10 @@
 //! `cloud-node-lifecycle`: a NotReady node whose server is gone is deleted, a `SHUTOFF` one is
 //! tainted, a Ready one loses that taint. Any other error does nothing: a transient cloud
-//! error never deletes a node.
+//! error never deletes a node. A tick reads one server listing for all NotReady nodes, and
+//! asks for a server by itself only when the listing lacks it (so "gone" is always Nova's
+//! own 404 or empty name query, never an absence from a list).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +17,7 @@ use super::{
     Context, ControllerName, Error, Result, SHUTDOWN_TAINT, has_taint, is_ready, lookup,
     set_taints, taints,
 };
-use crate::cloud::Cloud;
+use crate::cloud::{self, Cloud, Lookup, ServerState};
 
 /// What one check did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,21 +43,37 @@ impl Outcome {
     }
 }
 
-/// Checks one node.
+/// Checks one node with its own server lookup.
 pub async fn check<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
-    let name = node.name_any();
     if is_ready(node) {
-        if has_taint(node, SHUTDOWN_TAINT) {
-            let kept = taints(node).into_iter().filter(|t| t.key != SHUTDOWN_TAINT).collect();
-            set_taints(ctx, node, kept).await?;
-            tracing::info!(node = %name, "ready again; shutdown taint removed");
-            return Ok(Outcome::Untainted);
-        }
-        return Ok(Outcome::Unchanged);
+        return untaint(ctx, node).await;
     }
     let how = lookup(node, ctx.cloud.region().as_deref())?;
-    let server = match ctx.cloud.server(&how).await {
-        Ok(server) => server,
+    let status = ctx.cloud.server(&how).await.map(|s| s.status);
+    act(ctx, node, status).await
+}
+
+/// A Ready node loses the shutdown taint.
+async fn untaint<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
+    if !has_taint(node, SHUTDOWN_TAINT) {
+        return Ok(Outcome::Unchanged);
+    }
+    let kept = taints(node).into_iter().filter(|t| t.key != SHUTDOWN_TAINT).collect();
+    set_taints(ctx, node, kept).await?;
+    tracing::info!(node = %node.name_any(), "ready again; shutdown taint removed");
+    Ok(Outcome::Untainted)
+}
+
+/// The verdict on a NotReady node from its server's status: not found deletes the node,
+/// `SHUTOFF` taints it, any other error does nothing.
+async fn act<C: Cloud>(
+    ctx: &Context<C>,
+    node: &Node,
+    status: cloud::Result<String>,
+) -> Result<Outcome> {
+    let name = node.name_any();
+    let status = match status {
+        Ok(status) => status,
         Err(source) if source.is_not_found() => {
             let note = format!("Deleting node {name} because its server {source}");
             ctx.event(node, EventType::Normal, "DeletingNode", note).await;
@@ -68,7 +87,7 @@ pub async fn check<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
         }
         Err(source) => return Err(Error::Cloud { node: name, source }),
     };
-    if server.status == "SHUTOFF" && !has_taint(node, SHUTDOWN_TAINT) {
+    if status == "SHUTOFF" && !has_taint(node, SHUTDOWN_TAINT) {
         let mut list = taints(node);
         list.push(Taint {
             key: SHUTDOWN_TAINT.into(),
@@ -76,16 +95,73 @@ pub async fn check<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
             ..Taint::default()
         });
         set_taints(ctx, node, list).await?;
-        tracing::info!(node = %name, server = %server.id, "server SHUTOFF; shutdown taint added");
+        tracing::info!(node = %name, "server SHUTOFF; shutdown taint added");
         return Ok(Outcome::Tainted);
     }
     Ok(Outcome::Unchanged)
 }
 
-/// Checks every cached node once; errors are counted and logged, never acted on.
-pub(crate) async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
+/// The servers of one listing, by ID and by name.
+struct Listing {
+    by_id: HashMap<String, String>,
+    by_name: HashMap<String, Vec<String>>,
+}
+
+impl Listing {
+    fn new(states: Vec<ServerState>) -> Self {
+        let mut by_name: HashMap<String, Vec<String>> = HashMap::new();
+        let mut by_id = HashMap::with_capacity(states.len());
+        for s in states {
+            by_name.entry(s.name).or_default().push(s.status.clone());
+            by_id.insert(s.id, s.status);
+        }
+        Listing { by_id, by_name }
+    }
+
+    /// The server's status when the listing answers for it; `None` leaves it to a lookup of
+    /// its own (absent, or its name not unique).
+    fn status(&self, how: &Lookup) -> Option<String> {
+        match how {
+            Lookup::Id(id) => self.by_id.get(id).cloned(),
+            Lookup::Name(name) => match self.by_name.get(name).map(Vec::as_slice) {
+                Some([status]) => Some(status.clone()),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Checks one NotReady node against the listing (`None`: the listing failed).
+async fn check_listed<C: Cloud>(
+    ctx: &Context<C>,
+    node: &Node,
+    listing: Option<&cloud::Result<Listing>>,
+) -> Result<Outcome> {
+    let how = lookup(node, ctx.cloud.region().as_deref())?;
+    let status = match listing {
+        Some(Ok(listing)) => match listing.status(&how) {
+            Some(status) => Ok(status),
+            None => ctx.cloud.server(&how).await.map(|s| s.status),
+        },
+        Some(Err(error)) => Err(error.clone()),
+        None => ctx.cloud.server(&how).await.map(|s| s.status),
+    };
+    act(ctx, node, status).await
+}
+
+/// Checks every cached node once: one server listing when any is NotReady (none when all are
+/// Ready). Errors are counted and logged, never acted on.
+pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
+    let listing = match nodes.iter().any(|n| !is_ready(n)) {
+        true => Some(ctx.cloud.server_states().await.map(Listing::new)),
+        false => None,
+    };
     for node in nodes {
-        match check(ctx, node).await {
+        let result = match is_ready(node) {
+            true => untaint(ctx, node).await,
+            false => check_listed(ctx, node, listing.as_ref()).await,
+        };
+        match result {
             Ok(outcome) => {
                 ctx.metrics.reconcile(ControllerName::CloudNodeLifecycle, outcome.label())
             }
@@ -106,3 +182,6 @@ pub(crate) async fn run<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
         check_all(&ctx, &ctx.nodes.state()).await;
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,5 +8,15 @@ mod load_balancer_settings;
 mod oracle;
 mod proxy;
 mod real_openstack;
+mod request_pattern;
 mod support;
 mod tls;
+
+// The scale benchmark's replay of Nova and Neutron (and its request classifier), for the
+// request-pattern tests; the benchmark uses the rest of them.
+#[allow(dead_code, reason = "shared with benches/scale, which uses the rest")]
+#[path = "../../benches/scale/ops.rs"]
+mod ops;
+#[allow(dead_code, reason = "shared with benches/scale, which uses the rest")]
+#[path = "../../benches/scale/replay.rs"]
+mod replay;

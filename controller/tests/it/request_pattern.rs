@@ -1,0 +1,103 @@
+//! The OpenStack requests of one address resync and one lifecycle tick at N = 3,000, counted by
+//! operation against the scale benchmark's replay (benches/scale/replay.rs), so that a change
+//! cannot bring back a cost linear in N. See: issue 16.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fake_kube_apiserver::FakeApiServer;
+use k8s_openapi::api::core::v1::{Node, NodeCondition};
+use kube::api::Api;
+use occm::cloud::OpenStack;
+use occm::config::Credentials;
+use occm::controllers::{Context, lifecycle};
+use occm::metrics::Metrics;
+use serde_json::json;
+use testkit::kube::NodeFixture;
+
+use crate::replay::{self, Replay};
+
+const N: usize = 3000;
+
+/// The replay with N servers, N initialized nodes already holding their addresses, and a
+/// controller context logged in to the replay.
+async fn scene() -> (Replay, FakeApiServer, Arc<Context<OpenStack>>, Vec<Arc<Node>>, Arc<Metrics>) {
+    let replay = Replay::start(N).await;
+    let fake = FakeApiServer::start().await.unwrap();
+    for i in 0..N {
+        let name = replay::server_name(i);
+        let mut node = NodeFixture::initialized(&name)
+            .provider_id(&format!("openstack:///{}", replay::server_id(i)))
+            .build();
+        node["status"]["addresses"] = json!([
+            {"type": "InternalIP", "address": replay::ip(i)},
+            {"type": "Hostname", "address": name},
+        ]);
+        fake.create("v1", "nodes", "", node);
+    }
+    let metrics = Metrics::shared();
+    let cloud = OpenStack::new(metrics.clone(), Duration::from_secs(30));
+    cloud.set_credentials(Credentials {
+        auth_url: Some(replay.auth_url()),
+        username: Some("ccm-user".into()),
+        password: Some("replay-pass".to_owned().into()),
+        project_name: Some("ccm".into()),
+        domain_name: Some("Default".into()),
+        ..Credentials::default()
+    });
+    tokio::spawn(cloud.clone().keep_connected());
+    let mut ready = cloud.subscribe_ready();
+    tokio::time::timeout(Duration::from_secs(30), ready.wait_for(|r| *r))
+        .await
+        .expect("logged in to the replay within 30 s")
+        .unwrap();
+    let (reader, _writer) = kube::runtime::reflector::store::<Node>();
+    let ctx =
+        Arc::new(Context::new(fake.client(), cloud, metrics.clone(), Default::default(), reader));
+    let nodes = Api::<Node>::all(fake.client()).list(&Default::default()).await.unwrap();
+    (replay, fake, ctx, nodes.items.into_iter().map(Arc::new).collect(), metrics)
+}
+
+/// The requests counted from `mark` on, by operation, without the once-per-process ones (the
+/// login and the version discoveries, which come with the first call).
+fn since(replay: &Replay, mark: usize) -> BTreeMap<&'static str, usize> {
+    let mut counts = replay.counter.counts(mark);
+    counts.retain(|op, _| !op.ends_with("discovery") && *op != "identity/authenticate");
+    counts
+}
+
+#[tokio::test]
+async fn issue_16_a_lifecycle_tick_at_3000_nodes_with_10_percent_not_ready_is_one_listing() {
+    let (replay, fake, ctx, mut nodes, metrics) = scene().await;
+    for node in nodes.iter_mut().step_by(10) {
+        let mut down = (**node).clone();
+        let status = down.status.get_or_insert_default();
+        status.conditions = Some(vec![NodeCondition {
+            type_: "Ready".into(),
+            status: "Unknown".into(),
+            ..NodeCondition::default()
+        }]);
+        *node = Arc::new(down);
+    }
+    let mark = replay.counter.hits().len();
+    lifecycle::check_all(&ctx, &nodes).await;
+    // ⌈N/1,000⌉ + 1 requests, whatever the NotReady count.
+    assert_eq!(since(&replay, mark), BTreeMap::from([("compute/server_list_page", 4)]));
+    assert!(fake.writes().is_empty(), "every server ACTIVE: nothing to do");
+    // The metric counts wire requests (pages), not logical lists.
+    assert_eq!(metrics.calls("compute", "server_list", "ok"), 4);
+
+    // A NotReady node whose server is not in the listing: deleted only on Nova's own 404.
+    let gone = NodeFixture::initialized("worker-gone")
+        .provider_id("openstack:///00000000-0000-4000-8000-000000000000")
+        .ready("False")
+        .build();
+    fake.create("v1", "nodes", "", gone.clone());
+    nodes.push(Arc::new(serde_json::from_value(gone).unwrap()));
+    let mark = replay.counter.hits().len();
+    lifecycle::check_all(&ctx, &nodes).await;
+    let expected = BTreeMap::from([("compute/server_get", 1), ("compute/server_list_page", 4)]);
+    assert_eq!(since(&replay, mark), expected);
+    assert!(fake.get("v1", "nodes", "", "worker-gone").is_none());
+}
