@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::cloud::OpenStack;
 use crate::config::{self, Networking, Severity};
-use crate::controllers::{Context, ControllerName, lifecycle, node, service};
+use crate::controllers::{Context, ControllerName, lifecycle, node, resync, service};
 use crate::flags::{Controllers, Flags};
 use crate::metrics::Metrics;
 use crate::{kube as k8s, leader, server};
@@ -323,7 +323,7 @@ fn spawn_controllers(
             controller.run(node::reconcile, node::error_policy, ctx.clone()).for_each(|_| async {});
         let refresh = async {
             if controllers.node {
-                node::refresh_loop(ctx.clone(), refresh_period).await;
+                resync::run(ctx.clone(), refresh_period).await;
             } else {
                 std::future::pending::<()>().await;
             }

@@ -29,6 +29,8 @@ pub(crate) fn classify(
         (&Method::GET, ["compute", "v2.1", "servers", "detail"]) => {
             if query.contains_key("name") {
                 "compute/server_list_by_name"
+            } else if query.contains_key("changes-since") {
+                "compute/server_list_changes"
             } else {
                 "compute/server_list_page"
             }

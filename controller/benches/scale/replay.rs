@@ -6,8 +6,15 @@
 //! `X-Subject-Token`, a catalog pointing here), the version documents osauth discovers
 //! (`/compute/v2.1`, `/network/`), `GET /compute/v2.1/servers/detail` (`name` as an anchored
 //! regex, `limit`/`marker`, Nova's `max_limit` of 1000 with a `servers_links` next link, the
-//! flavor embedded from microversion 2.47, its ID before), `GET /servers/{id}` (404
-//! `itemNotFound`), `GET /flavors/{id}`, and `GET /network/v2.0/ports` (`device_id` filter).
+//! flavor embedded from microversion 2.47, its ID before; `changes-since` as Nova answers it,
+//! see below), `GET /servers/{id}` (404 `itemNotFound`), `GET /flavors/{id}`, and
+//! `GET /network/v2.0/ports` (`device_id` repeated for several servers, `fields`).
+//!
+//! Time as Nova keeps it: server `i` of N was last updated `30 d × (N − i) / N` before the
+//! replay started, whole seconds. `changes-since=T` answers the servers updated at or after T
+//! (400 for a value that is no date-time, in Nova's words) and, as Nova does for a project
+//! member, also the servers deleted since T with status `DELETED` and no addresses: the replay
+//! keeps one, deleted a day before it started (fixtures/nova-changes-since.json, recorded).
 //! Requests are named by ops.rs's classifier, the one the proxy in front of the real services
 //! (real.rs) uses too.
 
@@ -29,6 +36,8 @@ use crate::ops::{Counter, OTHER, classify};
 const RECORDED_BASE: &str = "http://replay.invalid";
 /// Nova's default `[api] max_limit`: no page is larger, whatever `limit` asks.
 const NOVA_MAX_LIMIT: usize = 1000;
+/// The servers' `updated` times spread over this span before the replay's start.
+const UPDATED_SPAN: jiff::SignedDuration = jiff::SignedDuration::from_hours(30 * 24);
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/benches/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -44,6 +53,10 @@ struct Shared {
     /// The flavor as Nova renders it before 2.47 (an ID and a link).
     flavor_ref: Value,
     servers: Vec<Value>,
+    /// Each server's `updated`, as Nova compares it with `changes-since`.
+    updated: Vec<jiff::Timestamp>,
+    /// Servers deleted before the start: only `changes-since` shows them.
+    deleted: Vec<(jiff::Timestamp, Value)>,
     by_id: HashMap<String, usize>,
     by_name: HashMap<String, usize>,
     ports: Vec<Value>,
@@ -92,12 +105,19 @@ impl Replay {
         let mut ports = Vec::with_capacity(n);
         let mut by_id = HashMap::with_capacity(n);
         let mut by_name = HashMap::with_capacity(n);
+        let started = jiff::Timestamp::now().round(jiff::Unit::Second).expect("whole seconds");
+        let mut updated = Vec::with_capacity(n);
         for i in 0..n {
+            let ago = UPDATED_SPAN * (n - i) as i32 / n as i32;
+            let stamp = (started - ago).round(jiff::Unit::Second).expect("whole seconds");
+            updated.push(stamp);
             let (id, name, addr) = (server_id(i), server_name(i), ip(i));
             let mut s = server["server"].clone();
             s["id"] = json!(id);
             s["name"] = json!(name);
             s["OS-EXT-SRV-ATTR:hostname"] = json!(name);
+            s["created"] = json!(stamp.to_string());
+            s["updated"] = json!(stamp.to_string());
             s["links"] = json!([{"rel": "self", "href": format!("{base}/compute/v2.1/servers/{id}")},
                 {"rel": "bookmark", "href": format!("{base}/compute/servers/{id}")}]);
             let mut entry = s["addresses"][&network][0].clone();
@@ -115,6 +135,11 @@ impl Replay {
             by_id.insert(id, i);
             by_name.insert(server_name(i), i);
         }
+        let recorded_deleted: Value =
+            serde_json::from_str(&recorded("nova-changes-since.json")).expect("JSON");
+        let mut gone = recorded_deleted["servers"][0].clone();
+        let deleted_at = started - jiff::SignedDuration::from_hours(24);
+        gone["updated"] = json!(deleted_at.to_string());
         let shared = Arc::new(Shared {
             token: serde_json::from_str(&recorded("keystone-token.json")).expect("JSON"),
             compute_version: recorded("nova-version.json"),
@@ -123,6 +148,8 @@ impl Replay {
             flavor_ref,
             base,
             servers,
+            updated,
+            deleted: vec![(deleted_at, gone)],
             by_id,
             by_name,
             ports,
@@ -193,28 +220,55 @@ async fn handle(
     State((shared, counter)): State<(Arc<Shared>, Arc<Counter>)>,
     method: Method,
     uri: Uri,
-    Query(query): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
     headers: HeaderMap,
     _body: Bytes,
 ) -> Response {
     let started = Instant::now();
     let path = uri.path().trim_end_matches('/');
+    let query: HashMap<String, String> = pairs.iter().cloned().collect();
     let operation = classify(&method, path, &query);
     counter.record(operation, || format!("{method} {path}"));
-    let response = answer(&shared, operation, &method, path, &query, &headers);
+    let request =
+        Request { method: &method, path, query: &query, pairs: &pairs, headers: &headers };
+    let response = answer(&shared, operation, &request);
     counter.time(operation, started.elapsed());
     response
 }
 
+/// One request as `answer` reads it.
+struct Request<'a> {
+    method: &'a Method,
+    path: &'a str,
+    /// The query, the last value of each name.
+    query: &'a HashMap<String, String>,
+    /// The query as sent, repeated names included (`device_id`, `fields`).
+    pairs: &'a [(String, String)],
+    headers: &'a HeaderMap,
+}
+
+impl Request<'_> {
+    /// Every value of a repeated query parameter.
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.pairs.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+    }
+}
+
+/// Neutron's `fields`: only the named keys of each port (all of them without it).
+fn ports_body<'a>(ports: impl Iterator<Item = &'a Value>, fields: &[&str]) -> String {
+    let pick = |p: &Value| -> Value {
+        if fields.is_empty() {
+            return p.clone();
+        }
+        let kept = fields.iter().filter_map(|f| Some(((*f).to_owned(), p.get(*f)?.clone())));
+        Value::Object(kept.collect())
+    };
+    json!({ "ports": ports.map(pick).collect::<Vec<_>>() }).to_string()
+}
+
 /// The replayed answer to one request that the classifier named `operation`.
-fn answer(
-    shared: &Shared,
-    operation: &'static str,
-    method: &Method,
-    path: &str,
-    query: &HashMap<String, String>,
-    headers: &HeaderMap,
-) -> Response {
+fn answer(shared: &Shared, operation: &'static str, request: &Request<'_>) -> Response {
+    let Request { method, path, query, headers, .. } = *request;
     // The last path segment: the server or flavor ID of a GET by ID.
     let last = path.rsplit('/').next().unwrap_or_default();
     match operation {
@@ -233,7 +287,9 @@ fn answer(
         }
         "compute/version_discovery" => respond(200, shared.compute_version.clone()),
         "network/version_discovery" => respond(200, shared.network_versions.clone()),
-        "compute/server_list_by_name" | "compute/server_list_page" => {
+        "compute/server_list_by_name"
+        | "compute/server_list_page"
+        | "compute/server_list_changes" => {
             let version = microversion(headers);
             let by_name = query.get("name");
             let limit = query
@@ -252,6 +308,20 @@ fn answer(
                 },
                 None => 0,
             };
+            let since = match query.get("changes-since").map(|t| t.parse::<jiff::Timestamp>()) {
+                None => None,
+                Some(Ok(since)) => Some(since),
+                Some(Err(_)) => {
+                    let value = &query["changes-since"];
+                    let message = format!(
+                        "Invalid input for query parameters changes-since. Value: {value}. '{value}' is not a 'date-time'"
+                    );
+                    return respond(
+                        400,
+                        json!({"badRequest": {"code": 400, "message": message}}).to_string(),
+                    );
+                }
+            };
             // Nova answers a name filter with a database query; an index keeps the replay's own
             // cost from growing with N (a scan per request would make initialization O(N²) here).
             let page: Vec<Value> = match by_name.map(|p| exact_name(p)) {
@@ -267,11 +337,19 @@ fn answer(
                         json!({"badRequest": {"code": 400, "message": "unsupported name filter"}});
                     return respond(400, body.to_string());
                 }
-                None => shared.servers[start..]
-                    .iter()
-                    .take(limit)
-                    .map(|s| render(shared, s, version))
-                    .collect(),
+                None => {
+                    let changed = |i: &usize| since.is_none_or(|t| shared.updated[*i] >= t);
+                    let listed = (start..shared.servers.len()).filter(changed);
+                    let live = listed.map(|i| render(shared, &shared.servers[i], version));
+                    // Deleted servers on the first page: the next page's marker is then a live
+                    // server's, as the replay's paging needs.
+                    let first = !query.contains_key("marker");
+                    let gone = shared
+                        .deleted
+                        .iter()
+                        .filter(|(at, _)| first && since.is_some_and(|t| *at >= t));
+                    gone.map(|(_, s)| s.clone()).chain(live).take(limit).collect()
+                }
             };
             let mut body = json!({ "servers": page });
             if page.len() == limit
@@ -298,14 +376,13 @@ fn answer(
         },
         "compute/flavor_get" => respond(200, shared.flavor.clone()),
         "network/port_list_by_device" => {
-            let device = query.get("device_id").map(String::as_str).unwrap_or_default();
-            let ports: Vec<&Value> = match shared.by_id.get(device) {
-                Some(&i) => vec![&shared.ports[i]],
-                None => vec![],
-            };
-            respond(200, json!({ "ports": ports }).to_string())
+            let devices = request.all("device_id");
+            let found = devices.iter().filter_map(|d| shared.by_id.get(*d));
+            respond(200, ports_body(found.map(|&i| &shared.ports[i]), &request.all("fields")))
         }
-        "network/port_list_all" => respond(200, json!({ "ports": shared.ports }).to_string()),
+        "network/port_list_all" => {
+            respond(200, ports_body(shared.ports.iter(), &request.all("fields")))
+        }
         _ => {
             debug_assert_eq!(operation, OTHER);
             let body = json!({"error": {"message": format!("not replayed: {method} {path}")}});

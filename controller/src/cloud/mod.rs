@@ -144,6 +144,9 @@ pub enum Lookup {
     Name(String),
 }
 
+/// Servers whose ports one request asks for: 50 UUIDs keep the URL near 2.5 KB.
+pub const PORTS_PER_REQUEST: usize = 50;
+
 /// A server with what address selection and labels need.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Instance {
@@ -161,11 +164,15 @@ pub trait Cloud: Send + Sync + 'static {
     fn server(&self, lookup: &Lookup) -> impl Future<Output = Result<Server>> + Send;
     /// The server with ports and flavor name (node initialization).
     fn instance(&self, lookup: &Lookup) -> impl Future<Output = Result<Instance>> + Send;
-    /// Every server of the project with ports and flavors: the server list (one request per
-    /// page of 1,000), one port list.
-    fn instances(&self) -> impl Future<Output = Result<Vec<Instance>>> + Send;
+    /// Every server of the project (`since` = `None`), or those changed at or after `since`
+    /// (Nova's `changes-since`, which also returns the servers deleted since, status
+    /// `DELETED`): one request per page of 1,000.
+    fn servers(&self, since: Option<&str>) -> impl Future<Output = Result<Vec<Server>>> + Send;
     /// ID, name and status of every server (lifecycle): one request per page of 1,000.
     fn server_states(&self) -> impl Future<Output = Result<Vec<ServerState>>> + Send;
+    /// The ports of these servers (a request per [`PORTS_PER_REQUEST`] of them; none for an
+    /// empty list), or with `None` every port of the project in one request.
+    fn ports(&self, devices: Option<&[String]>) -> impl Future<Output = Result<Vec<Port>>> + Send;
     /// The configured region, for the topology label and regional providerIDs.
     fn region(&self) -> Option<String>;
 }

@@ -36,16 +36,17 @@ struct PortsRoot {
     ports: Vec<Port>,
 }
 
-/// Ports of one server (`device_id`) or, with `None`, every port of the project bound to a
-/// compute instance (one call per resync, grouped by the caller).
+/// The port fields [`Port`] reads: Neutron leaves the rest out of the answer.
+const FIELDS: [&str; 5] = ["id", "device_id", "network_id", "status", "fixed_ips"];
+
+/// The ports of these servers (one `device_id` filter each, which Neutron ORs) or, with none,
+/// every port of the project (grouped by the caller); only the fields [`Port`] reads.
 pub(crate) async fn list_ports(
     session: &Session,
-    device_id: Option<&str>,
+    device_ids: &[&str],
 ) -> Result<Vec<Port>, osauth::Error> {
-    let query: Vec<(&str, &str)> = match device_id {
-        Some(id) => vec![("device_id", id)],
-        None => vec![],
-    };
+    let mut query: Vec<(&str, &str)> = device_ids.iter().map(|id| ("device_id", *id)).collect();
+    query.extend(FIELDS.iter().map(|f| ("fields", *f)));
     let root: PortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetch().await?;
     Ok(root.ports)
 }

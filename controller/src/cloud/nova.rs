@@ -37,6 +37,8 @@ pub struct Server {
     pub access_ipv6: String,
     /// Metadata.
     pub metadata: BTreeMap<String, String>,
+    /// Last change, Nova's clock (`2026-11-25T12:17:08Z`): the cursor of `changes-since`.
+    pub updated: String,
 }
 
 /// A server as a listing shows it to the lifecycle check: what it decides on, nothing more.

@@ -10,7 +10,10 @@ use osauth::{ErrorKind, Session};
 use tokio::sync::Notify;
 
 use super::auth::connect;
-use super::{Cloud, Error, Instance, Lookup, Result, Server, ServerState, neutron, nova};
+use super::{
+    Cloud, Error, Instance, Lookup, PORTS_PER_REQUEST, Port, Result, Server, ServerState, neutron,
+    nova,
+};
 use crate::config::Credentials;
 use crate::metrics::Metrics;
 
@@ -310,7 +313,7 @@ impl Cloud for OpenStack {
         let ports = self
             .call("network", "port_list", &format!("ports of server {}", server.id), |s| {
                 let id = server.id.clone();
-                async move { neutron::list_ports(&s, Some(&id)).await }
+                async move { neutron::list_ports(&s, &[&id]).await }
             })
             .await?;
         let mut cache = self.flavor_cache();
@@ -319,37 +322,42 @@ impl Cloud for OpenStack {
         Ok(Instance { server, ports, flavor_name })
     }
 
-    async fn instances(&self) -> Result<Vec<Instance>> {
-        let servers: Vec<Server> = self.list_pages(&[]).await?;
-        let ports =
-            self.call("network", "port_list", "list", |s| async move {
-                neutron::list_ports(&s, None).await
-            })
-            .await?;
-        let mut by_device: HashMap<String, Vec<neutron::Port>> = HashMap::new();
-        for port in ports {
-            by_device.entry(port.device_id.clone()).or_default().push(port);
+    async fn servers(&self, since: Option<&str>) -> Result<Vec<Server>> {
+        let filters: Vec<_> = since.map(|t| ("changes-since", t.to_owned())).into_iter().collect();
+        let servers: Vec<Server> = self.list_pages(&filters).await?;
+        if since.is_none() {
+            // Refreshed, not grown: only the flavors of live servers stay.
+            let live: std::collections::HashSet<&str> =
+                servers.iter().filter_map(|s| s.flavor.id.as_deref()).collect();
+            let mut flavors = self.flavors.lock().unwrap_or_else(PoisonError::into_inner);
+            flavors.retain(|id, _| live.contains(id.as_str()));
         }
-        let old = self.flavor_cache();
-        let mut cache = HashMap::new();
-        let mut out = Vec::with_capacity(servers.len());
-        for server in servers {
-            if let Some(id) = &server.flavor.id
-                && let Some(name) = old.get(id)
-            {
-                cache.insert(id.clone(), name.clone());
-            }
-            let flavor_name = self.flavor(&server, &mut cache).await?;
-            let ports = by_device.remove(&server.id).unwrap_or_default();
-            out.push(Instance { server, ports, flavor_name });
-        }
-        // Refreshed, not grown: only flavors of live servers stay.
-        *self.flavors.lock().unwrap_or_else(PoisonError::into_inner) = cache;
-        Ok(out)
+        Ok(servers)
     }
 
     async fn server_states(&self) -> Result<Vec<ServerState>> {
         self.list_pages(&[]).await
+    }
+
+    async fn ports(&self, devices: Option<&[String]>) -> Result<Vec<Port>> {
+        let Some(devices) = devices else {
+            return self
+                .call("network", "port_list", "ports", |s| async move {
+                    neutron::list_ports(&s, &[]).await
+                })
+                .await;
+        };
+        let mut all = Vec::new();
+        for chunk in devices.chunks(PORTS_PER_REQUEST) {
+            let ports = self
+                .call("network", "port_list", "ports of servers", |s| async move {
+                    let ids: Vec<&str> = chunk.iter().map(String::as_str).collect();
+                    neutron::list_ports(&s, &ids).await
+                })
+                .await?;
+            all.extend(ports);
+        }
+        Ok(all)
     }
 
     fn region(&self) -> Option<String> {
@@ -398,7 +406,7 @@ mod tests {
             .await
             .expect("three login attempts within 1000 s");
         assert!(!cloud.ready());
-        let err = cloud.instances().await.unwrap_err();
+        let err = cloud.servers(None).await.unwrap_err();
         assert!(err.to_string().contains("error sending request"), "{err}");
     }
 }

@@ -68,9 +68,11 @@ impl Cloud for FakeCloud {
         self.find(lookup)
     }
 
-    async fn instances(&self) -> Result<Vec<Instance>> {
-        self.listed("list")?;
-        Ok(self.instances.lock().unwrap().clone())
+    async fn servers(&self, since: Option<&str>) -> Result<Vec<Server>> {
+        self.listed(if since.is_some() { "changes" } else { "servers" })?;
+        let all = self.instances.lock().unwrap();
+        let changed = |s: &&Server| since.is_none_or(|t| s.updated.as_str() >= t);
+        Ok(all.iter().map(|i| &i.server).filter(changed).cloned().collect())
     }
 
     async fn server_states(&self) -> Result<Vec<ServerState>> {
@@ -82,6 +84,13 @@ impl Cloud for FakeCloud {
             status: i.server.status.clone(),
         };
         Ok(all.iter().map(state).collect())
+    }
+
+    async fn ports(&self, devices: Option<&[String]>) -> Result<Vec<Port>> {
+        self.listed(if devices.is_some() { "ports of servers" } else { "ports" })?;
+        let all = self.instances.lock().unwrap();
+        let wanted = |i: &&Instance| devices.is_none_or(|d| d.contains(&i.server.id));
+        Ok(all.iter().filter(wanted).flat_map(|i| i.ports.clone()).collect())
     }
 
     fn region(&self) -> Option<String> {

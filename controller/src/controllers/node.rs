@@ -1,7 +1,7 @@
-//! `cloud-node`: initialize tainted Nodes (providerID, addresses, labels, taint removal) and
-//! refresh every node's addresses from one server list per period.
+//! `cloud-node`: initialize tainted Nodes (providerID, addresses, labels, taint removal); the
+//! periodic address refresh is resync.rs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ use super::{
     Context, ControllerName, Error, ErrorKind, PROVIDED_NODE_IP, Result, UNINITIALIZED_TAINT,
     has_taint, labels, lookup, provider_id, taints,
 };
-use crate::cloud::{Cloud, Instance, Lookup};
+use crate::cloud::{Cloud, Instance};
 
 /// What initialization writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,62 +194,4 @@ pub(crate) fn error_policy<C: Cloud>(
         Duration::from_secs(10)
     };
     Action::requeue(delay)
-}
-
-/// One address refresh of every initialized node: one `instances()` call, then a status patch
-/// only where the addresses changed. Returns how many nodes were patched.
-pub(crate) async fn refresh_addresses<C: Cloud>(
-    ctx: &Context<C>,
-    nodes: &[Arc<Node>],
-) -> Result<usize> {
-    let instances =
-        ctx.cloud.instances().await.map_err(|source| Error::Cloud { node: "*".into(), source })?;
-    let by_id: HashMap<&str, &Instance> =
-        instances.iter().map(|i| (i.server.id.as_str(), i)).collect();
-    let mut by_name: HashMap<&str, Vec<&Instance>> = HashMap::new();
-    for instance in &instances {
-        by_name.entry(instance.server.name.as_str()).or_default().push(instance);
-    }
-    let region = ctx.cloud.region();
-    let mut patched = 0;
-    for node in nodes.iter().filter(|n| !has_taint(n, UNINITIALIZED_TAINT)) {
-        let found = match lookup(node, region.as_deref()) {
-            Ok(Lookup::Id(id)) => by_id.get(id.as_str()).copied(),
-            Ok(Lookup::Name(name)) => {
-                by_name.get(name.as_str()).filter(|v| v.len() == 1).map(|v| v[0])
-            }
-            Err(_) => None,
-        };
-        let Some(instance) = found else { continue };
-        let result = match node_addresses(ctx, node, instance) {
-            Ok(wanted) => patch_addresses(ctx, node, &wanted).await,
-            Err(error) => Err(error),
-        };
-        match result {
-            Ok(Some(_)) => patched += 1,
-            Ok(None) => {}
-            Err(error) => {
-                tracing::warn!(node = %node.name_any(), error = %crate::cloud::session::chain(&error), "address refresh failed");
-            }
-        }
-    }
-    Ok(patched)
-}
-
-/// Refreshes addresses every `period` until the process ends.
-pub(crate) async fn refresh_loop<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
-    // The first refresh waits one period: at start the node cache is still filling, and
-    // initialization has just written fresh addresses.
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticker.tick().await;
-        let nodes = ctx.nodes.state();
-        match refresh_addresses(&ctx, &nodes).await {
-            Ok(patched) => tracing::debug!(nodes = nodes.len(), patched, "addresses refreshed"),
-            Err(error) => {
-                tracing::warn!(error = %crate::cloud::session::chain(&error), "address refresh skipped")
-            }
-        }
-    }
 }

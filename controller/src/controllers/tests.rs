@@ -13,6 +13,7 @@ use testkit::kube::NodeFixture;
 
 use super::fixtures::{FakeCloud, context, control_plane, instance, nodes};
 use super::lifecycle::{self, Outcome};
+use super::resync::{self, Cursor, Report};
 use super::{SHUTDOWN_TAINT, UNINITIALIZED_TAINT, node as node_controller};
 use crate::cloud::Error as CloudError;
 use fake_kube_apiserver::FakeApiServer;
@@ -101,7 +102,7 @@ async fn missing_server_at_initialization_keeps_the_node_and_the_taint() {
 }
 
 #[tokio::test]
-async fn address_refresh_makes_one_list_call_and_patches_only_changed_nodes() {
+async fn a_full_address_resync_lists_servers_and_ports_once_and_patches_only_changed_nodes() {
     let fake = FakeApiServer::start().await.unwrap();
     for (name, ip) in [("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3")] {
         let mut n =
@@ -115,9 +116,9 @@ async fn address_refresh_makes_one_list_call_and_patches_only_changed_nodes() {
         instance("c", "10.0.0.3", "ACTIVE"),
     ]);
     let ctx = context(&fake, cloud.clone());
-    let patched = node_controller::refresh_addresses(&ctx, &nodes(&ctx).await).await.unwrap();
-    assert_eq!(patched, 1);
-    assert_eq!(cloud.calls(), ["list"]);
+    let report = resync::resync(&ctx, &nodes(&ctx).await, &mut Cursor::default()).await.unwrap();
+    assert_eq!(report, Report { full: true, compared: 3, patched: 1 });
+    assert_eq!(cloud.calls(), ["servers", "ports"]);
     let writes = fake.writes();
     assert_eq!(writes.len(), 1);
     assert_eq!(writes[0].path, "/api/v1/nodes/b/status");
@@ -137,8 +138,8 @@ async fn address_refresh_replaces_a_list_holding_a_type_it_never_writes() {
     ]);
     fake.create("v1", "nodes", "", n);
     let ctx = context(&fake, FakeCloud::with(vec![instance("a", "10.0.0.1", "ACTIVE")]));
-    let patched = node_controller::refresh_addresses(&ctx, &nodes(&ctx).await).await.unwrap();
-    assert_eq!(patched, 1);
+    let report = resync::resync(&ctx, &nodes(&ctx).await, &mut Cursor::default()).await.unwrap();
+    assert_eq!(report.patched, 1);
     assert_eq!(
         fake.get("v1", "nodes", "", "a").unwrap()["status"]["addresses"],
         json!([{"type": "InternalIP", "address": "10.0.0.1"}])

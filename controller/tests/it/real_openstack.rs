@@ -70,7 +70,7 @@ async fn real_password_and_application_credential_logins_list_servers() {
     let env = StackEnv::load();
     for key in ["OPENSTACK_CLOUD_PASSWORD", "OPENSTACK_CLOUD_APPCRED"] {
         let cloud = connected(credentials(&env, &env[key]), Duration::from_secs(30)).await;
-        if let Err(e) = cloud.instances().await {
+        if let Err(e) = cloud.servers(None).await {
             panic!("{key}: {}", cloud::session::chain(&e));
         }
         assert_eq!(cloud.region().as_deref(), Some(env["OPENSTACK_REGION"].as_str()));
@@ -241,7 +241,7 @@ async fn real_secret_rotation_switches_credentials_without_restart() {
         json!({"data": clouds(&env["OPENSTACK_PASSWORD"])}),
     );
     wait_ready(&cloud, true).await;
-    cloud.instances().await.unwrap();
+    cloud.servers(None).await.unwrap();
 }
 
 #[tokio::test]
@@ -346,7 +346,7 @@ async fn real_token_auth_lists_servers() {
     let creds =
         Credentials { token: Some(token.into()), password: None, username: None, ..password };
     let cloud = connected(creds, Duration::from_secs(30)).await;
-    if let Err(e) = cloud.instances().await {
+    if let Err(e) = cloud.servers(None).await {
         panic!("token auth: {}", cloud::session::chain(&e));
     }
 }

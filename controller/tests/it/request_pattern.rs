@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use kube::api::Api;
 use occm::cloud::OpenStack;
 use occm::config::Credentials;
+use occm::controllers::resync::{self, Cursor};
 use occm::controllers::{Context, lifecycle};
 use occm::metrics::Metrics;
 use serde_json::json;
@@ -65,6 +66,28 @@ fn since(replay: &Replay, mark: usize) -> BTreeMap<&'static str, usize> {
     let mut counts = replay.counter.counts(mark);
     counts.retain(|op, _| !op.ends_with("discovery") && *op != "identity/authenticate");
     counts
+}
+
+#[tokio::test]
+async fn issue_16_a_steady_address_resync_at_3000_nodes_is_one_changes_since_request() {
+    let (replay, fake, ctx, nodes, metrics) = scene().await;
+    let mut cursor = Cursor::default();
+
+    let mark = replay.counter.hits().len();
+    let report = resync::resync(&ctx, &nodes, &mut cursor).await.unwrap();
+    assert!(report.full && report.compared == N && report.patched == 0, "{report:?}");
+    // ⌈N/1,000⌉ full pages and the empty one after them; one port list.
+    let expected = BTreeMap::from([("compute/server_list_page", 4), ("network/port_list_all", 1)]);
+    assert_eq!(since(&replay, mark), expected);
+
+    let mark = replay.counter.hits().len();
+    let report = resync::resync(&ctx, &nodes, &mut cursor).await.unwrap();
+    assert!(!report.full && report.compared == 0, "{report:?}");
+    assert_eq!(since(&replay, mark), BTreeMap::from([("compute/server_list_changes", 1)]));
+    assert!(fake.writes().is_empty(), "nothing changed, nothing written");
+
+    // The wire requests, not the logical lists: 4 pages + 1 changes-since.
+    assert_eq!(metrics.calls("compute", "server_list", "ok"), 5);
 }
 
 #[tokio::test]
