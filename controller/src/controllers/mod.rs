@@ -5,6 +5,7 @@ pub(crate) mod labels;
 pub mod lifecycle;
 pub(crate) mod name;
 pub mod node;
+pub(crate) mod own_writes;
 pub(crate) mod provider_id;
 pub mod resync;
 pub(crate) mod service;
@@ -129,6 +130,8 @@ pub struct Context<C> {
     pub(crate) recorder: Recorder,
     /// `cloud-node` is enabled (the node watch also feeds lifecycle when it is not).
     pub(crate) initialize: bool,
+    /// Node versions our own initialization replaced (never initialized twice).
+    pub(crate) own_writes: own_writes::OwnWrites,
 }
 
 impl<C> std::fmt::Debug for Context<C> {
@@ -157,6 +160,7 @@ impl<C: Cloud> Context<C> {
             nodes,
             recorder,
             initialize: true,
+            own_writes: own_writes::OwnWrites::default(),
         }
     }
 

@@ -149,6 +149,8 @@ pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<()> {
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|source| Error::Kube { node: name.clone(), source })?;
+    let replaced = [node.resource_version(), updated.and_then(|n| n.resource_version())];
+    ctx.own_writes.record(&name, replaced.into_iter().flatten().collect());
     tracing::info!(node = %name, server = %instance.server.id, "initialized");
     Ok(())
 }
@@ -156,7 +158,8 @@ pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<()> {
 /// The `Controller` reconcile: only tainted nodes are touched.
 #[tracing::instrument(skip_all, fields(node = %node.name_any()))]
 pub(crate) async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Result<Action> {
-    if !ctx.initialize || !has_taint(&node, UNINITIALIZED_TAINT) {
+    // A copy older than our own write would initialize the node a second time.
+    if ctx.own_writes.is_stale(&node) || !ctx.initialize || !has_taint(&node, UNINITIALIZED_TAINT) {
         return Ok(Action::await_change());
     }
     match initialize(&ctx, &node).await {

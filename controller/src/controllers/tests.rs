@@ -59,6 +59,27 @@ async fn tainted_node_is_initialized_with_provider_id_addresses_labels_and_taint
 }
 
 #[tokio::test]
+async fn issue_16_a_reconcile_on_a_copy_older_than_its_own_write_does_not_initialize_again() {
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", control_plane("worker-0"));
+    let cloud = FakeCloud::with(vec![instance("worker-0", "10.0.0.5", "ACTIVE")]);
+    let ctx = context(&fake, cloud.clone());
+    let stale = nodes(&ctx).await.remove(0);
+    node_controller::reconcile(stale.clone(), ctx.clone()).await.unwrap();
+    assert_eq!(cloud.calls().len(), 1);
+    let writes = fake.writes().len();
+
+    // The cached copy still carries the taint: it is the version our write replaced.
+    node_controller::reconcile(stale, ctx.clone()).await.unwrap();
+    assert_eq!(cloud.calls().len(), 1, "no second lookup");
+    assert_eq!(fake.writes().len(), writes, "no second write, no 409");
+
+    // The copy the watch delivers next is our own write: untainted, and the entry ends.
+    node_controller::reconcile(nodes(&ctx).await.remove(0), ctx.clone()).await.unwrap();
+    assert_eq!(cloud.calls().len(), 1);
+}
+
+#[tokio::test]
 async fn provider_id_is_used_for_lookup_and_never_rewritten() {
     let fake = FakeApiServer::start().await.unwrap();
     let mut tainted = control_plane("worker-1");
