@@ -9,14 +9,14 @@ use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::cloud::OpenStack;
 use crate::config::{self, Networking, Severity};
-use crate::controllers::{Context, ControllerName, lifecycle, node, resync, service};
+use crate::controllers::{Context, ControllerName, lifecycle, node, projection, resync, service};
 use crate::flags::{Controllers, Flags};
 use crate::metrics::Metrics;
 use crate::{kube as k8s, leader, server};
@@ -296,7 +296,15 @@ fn spawn_controllers(
     } = plan;
     let Clients { kube, cloud, metrics } = clients;
     let nodes_api: Api<Node> = Api::all(kube.clone());
-    let controller = Controller::new(nodes_api, watcher::Config::default())
+    // One reflector of projected Nodes (only the fields the controllers read) feeds the node
+    // controller and is the cache every controller reads.
+    let (reader, writer) = reflector::store();
+    let nodes = watcher(nodes_api, watcher::Config::default())
+        .default_backoff()
+        .modify(projection::project)
+        .reflect(writer)
+        .applied_objects();
+    let controller = Controller::for_stream(nodes, reader)
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
     let service = service
         .map(|plan| plan.context(kube.clone(), cloud.clone(), metrics.clone(), controller.store()));

@@ -6,6 +6,7 @@ pub mod lifecycle;
 pub(crate) mod name;
 pub mod node;
 pub(crate) mod own_writes;
+pub(crate) mod projection;
 pub(crate) mod provider_id;
 pub mod resync;
 pub(crate) mod service;
