@@ -40,6 +40,11 @@ use replay::Replay;
 
 const BIN: &str = env!("CARGO_BIN_EXE_openstack-cloud-controller-manager");
 
+/// What a lifecycle tick asks for: the listing's pages, a lookup of its own for a server the
+/// listing lacks (none here: every server exists).
+const LIFECYCLE_OPS: [&str; 3] =
+    ["compute/server_list_page", "compute/server_get", "compute/server_list_by_name"];
+
 /// One run's settings.
 struct Settings {
     nodes: usize,
@@ -61,9 +66,15 @@ struct Figures {
     init: Duration,
     init_calls: BTreeMap<&'static str, usize>,
     init_cpu: Duration,
+    /// Requests per incremental (`changes-since`) resync, the steady state.
     resync_calls: f64,
+    /// Requests per full resync (the first, every 10th, after an error).
+    full_resync_calls: f64,
     resync_detail: BTreeMap<&'static str, usize>,
     resyncs: usize,
+    full_resyncs: usize,
+    /// Nodes whose server was looked up more than once during initialization.
+    double_inits: usize,
     idle_tick_calls: usize,
     tick_calls: f64,
     ticks: usize,
@@ -74,7 +85,7 @@ struct Figures {
     steady_wall: Duration,
     total_cpu: Duration,
     node_bytes: usize,
-    /// server_get per tick, in order, and the time from a tick's first GET to its last.
+    /// Requests per tick, in order, and the time from a tick's first request to its last.
     bursts: Vec<(usize, Duration)>,
     /// The mean of those times over the complete ticks.
     tick_span: Duration,
@@ -148,6 +159,43 @@ fn main() {
         .collect();
     if full {
         print_comparison(&figures);
+    }
+    write_json(&figures);
+}
+
+/// `target/bench/scale.json` (under `CARGO_TARGET_DIR` when set): one object per N.
+fn write_json(all: &[Figures]) {
+    let per_init = |f: &Figures| -> f64 {
+        let fixed = |k: &&str| k.contains("discovery") || *k == "identity/authenticate";
+        let calls = f.init_calls.iter().filter(|(k, _)| !fixed(k)).map(|(_, v)| *v);
+        calls.sum::<usize>() as f64 / f.nodes as f64
+    };
+    let rows: Vec<Value> = all
+        .iter()
+        .map(|f| {
+            json!({
+                "cloud": f.cloud,
+                "nodes": f.nodes,
+                "init_seconds": f.init.as_secs_f64(),
+                "requests_per_init": per_init(f),
+                "requests_per_resync": f.resync_calls,
+                "requests_per_full_resync": f.full_resync_calls,
+                "requests_per_lifecycle_tick": f.tick_calls,
+                "double_inits": f.double_inits,
+                "rss_mib": f.rss_kib as f64 / 1024.0,
+                "hwm_mib": f.hwm_kib as f64 / 1024.0,
+                "cpu_seconds_to_init": f.init_cpu.as_secs_f64(),
+            })
+        })
+        .collect();
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target").to_owned());
+    let dir = std::path::Path::new(&target).join("bench");
+    let path = dir.join("scale.json");
+    let text = serde_json::to_string_pretty(&rows).expect("JSON");
+    match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text + "\n")) {
+        Ok(()) => println!("figures written to {}", path.display()),
+        Err(e) => eprintln!("cannot write {}: {e}", path.display()),
     }
 }
 
@@ -289,13 +337,23 @@ async fn measure(
     let resync_wait = s.resync * (s.resyncs as u32 + 1) + Duration::from_secs(2);
     tokio::time::sleep(resync_wait).await;
     let during = counter.counts(mark);
-    let resyncs = during.get("network/port_list_all").copied().unwrap_or(0);
-    let resync_ops = ["compute/server_list_page", "network/port_list_all", "compute/flavor_get"];
-    let resync_detail: BTreeMap<_, _> =
-        during.iter().filter(|(k, _)| resync_ops.contains(k)).map(|(k, v)| (*k, *v)).collect();
-    let resync_total: usize = resync_detail.values().sum();
-    let idle_tick_calls = during.get("compute/server_get").copied().unwrap_or(0)
-        + during.get("compute/server_list_by_name").copied().unwrap_or(0);
+    let count = |op: &str| during.get(op).copied().unwrap_or(0);
+    // A full resync lists every port, an incremental one asks for changes-since: each once.
+    let full_resyncs = count("network/port_list_all");
+    let resyncs = count("compute/server_list_changes");
+    let full_ops = ["compute/server_list_page", "network/port_list_all"];
+    let incremental_ops = ["compute/server_list_changes", "network/port_list_by_device"];
+    let resync_detail: BTreeMap<_, _> = during
+        .iter()
+        .filter(|(k, _)| full_ops.contains(k) || incremental_ops.contains(k))
+        .map(|(k, v)| (*k, *v))
+        .collect();
+    let full_total: usize = full_ops.iter().map(|op| count(op)).sum();
+    let resync_total: usize = incremental_ops.iter().map(|op| count(op)).sum();
+    let idle_tick_calls = count("compute/server_get") + count("compute/server_list_by_name");
+    let lookups = init_calls.get("compute/server_list_by_name").copied().unwrap_or(0)
+        + init_calls.get("compute/server_get").copied().unwrap_or(0);
+    let double_inits = lookups.saturating_sub(n);
 
     // Lifecycle: 10% of the nodes go NotReady (as the node-lifecycle controller marks them).
     let not_ready = n.div_ceil(10);
@@ -310,7 +368,7 @@ async fn measure(
     let gets = || -> Vec<Instant> {
         counter.hits()[mark..]
             .iter()
-            .filter(|h| h.operation == "compute/server_get")
+            .filter(|h| LIFECYCLE_OPS.contains(&h.operation))
             .map(|h| h.at)
             .collect()
     };
@@ -373,8 +431,11 @@ async fn measure(
         init_calls,
         init_cpu,
         resync_calls: resync_total as f64 / resyncs.max(1) as f64,
+        full_resync_calls: full_total as f64 / full_resyncs.max(1) as f64,
         resync_detail,
         resyncs,
+        full_resyncs,
+        double_inits,
         idle_tick_calls,
         tick_calls,
         ticks: complete.len(),
@@ -469,17 +530,22 @@ fn print_run(f: &Figures) {
     println!("| once per process | {} |", fixed.join(", "));
     let detail: Vec<String> = f.resync_detail.iter().map(|(k, v)| format!("{k} {v}")).collect();
     println!(
-        "| OpenStack requests per address resync | {:.1} ({} over {} resyncs) |",
-        f.resync_calls,
-        detail.join(", "),
-        f.resyncs
+        "| OpenStack requests per address resync, steady (changes-since) | {:.1} over {} resyncs |",
+        f.resync_calls, f.resyncs
     );
+    println!(
+        "| requests per full resync (first, every 10th, after an error) | {:.1} over {} (all resync requests of the window: {}) |",
+        f.full_resync_calls,
+        f.full_resyncs,
+        detail.join(", ")
+    );
+    println!("| nodes initialized twice (server looked up again) | {} |", f.double_inits);
     println!(
         "| requests per lifecycle tick, all nodes Ready | {} over {} resync periods |",
         f.idle_tick_calls, f.resyncs
     );
     println!(
-        "| requests per lifecycle tick, {} NotReady (10%) | {:.1} server_get ({} complete ticks) |",
+        "| requests per lifecycle tick, {} NotReady (10%) | {:.1} ({} complete ticks) |",
         f.not_ready, f.tick_calls, f.ticks
     );
     println!("| steady RSS (VmRSS) / peak (VmHWM) | {} / {} |", mib(f.rss_kib), mib(f.hwm_kib));
@@ -491,9 +557,9 @@ fn print_run(f: &Figures) {
     );
     println!("| CPU total | {:.2} s |", f.total_cpu.as_secs_f64());
     let bursts: Vec<usize> = f.bursts.iter().map(|b| b.0).collect();
-    println!("| lifecycle bursts (server_get per tick, in order) | {bursts:?} |");
+    println!("| lifecycle bursts (requests per tick, in order) | {bursts:?} |");
     println!(
-        "| lifecycle tick duration (first to last server_get, mean of complete ticks) | {:.0} ms |",
+        "| lifecycle tick duration (first to last request, mean of complete ticks) | {:.0} ms |",
         f.tick_span.as_secs_f64() * 1e3
     );
     for (cause, count) in &f.retries {
@@ -532,9 +598,10 @@ fn print_comparison(all: &[Figures]) {
             3 * n
         );
         println!(
-            "| one address resync | {n} | {} (the same three per node, every 5 min) | {:.1} |",
+            "| one address resync | {n} | {} (the same three per node, every 5 min) | {:.1} ({:.0} every 10th, full) |",
             3 * n,
-            f.resync_calls
+            f.resync_calls,
+            f.full_resync_calls
         );
         println!(
             "| one lifecycle tick, 10% NotReady | {n} | {} (two server GETs per NotReady node, every 5 s) | {:.1} |",
