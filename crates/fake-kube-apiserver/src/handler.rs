@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use crate::page::page;
 use crate::selector::{LabelSelector, fields_match};
 use crate::watch::{WatchQuery, watch_response};
 use crate::{Failure, ObjectKey, PatchType, Request, Resource, Shared, discovery, publish};
@@ -203,10 +204,15 @@ pub(crate) async fn handle(
             if wants_table {
                 return json_response(200, &table(&items, store.rv()));
             }
+            let (items, metadata) =
+                match page(items, store.rv(), query.get("limit"), query.get("continue")) {
+                    Ok(paged) => paged,
+                    Err(failure) => return bad(failure.code, failure.reason, failure.message),
+                };
             let list = json!({
                 "kind": format!("{}List", target.resource.kind()),
                 "apiVersion": target.resource.api_version,
-                "metadata": {"resourceVersion": store.rv().to_string()},
+                "metadata": metadata,
                 "items": items,
             });
             return json_response(200, &list);

@@ -7,7 +7,8 @@
 //! - discovery: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}[/{version}]` for the kinds
 //!   of [`discovery::KINDS`] (Nodes, Namespaces, Services and Pods with `status` subresources,
 //!   Secrets, ConfigMaps, Endpoints, Events in `v1` and `events.k8s.io/v1`, Leases);
-//! - list and get (`labelSelector`, `fieldSelector`, a `Table` for kubectl's default output),
+//! - list and get (`labelSelector`, `fieldSelector`, `limit` and `continue` pages, a `Table`
+//!   for kubectl's default output),
 //!   create (`generateName`), replace with resourceVersion preconditions (409), delete (with or
 //!   without `DeleteOptions`), merge, strategic merge and JSON patches;
 //! - finalizers: a delete only sets `deletionTimestamp`; the object goes when its last
@@ -23,6 +24,7 @@
 
 pub mod discovery;
 mod handler;
+mod page;
 mod patch;
 mod selector;
 mod store;
