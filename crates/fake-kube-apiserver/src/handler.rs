@@ -196,13 +196,11 @@ pub(crate) async fn handle(
                 };
                 return watch_response(&shared, &store, &target, watch);
             }
-            let items: Vec<Value> = store
-                .list(&target.resource, target.namespace.as_deref())
-                .into_iter()
-                .filter(|o| labels.matches(o) && fields_match(fields.as_deref(), o))
-                .collect();
+            let items = store
+                .iter(&target.resource, target.namespace.as_deref())
+                .filter(|o| labels.matches(o) && fields_match(fields.as_deref(), o));
             if wants_table {
-                return json_response(200, &table(&items, store.rv()));
+                return json_response(200, &table(&items.cloned().collect::<Vec<_>>(), store.rv()));
             }
             let (items, metadata) =
                 match page(items, store.rv(), query.get("limit"), query.get("continue")) {

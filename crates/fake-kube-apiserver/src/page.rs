@@ -11,8 +11,8 @@ use crate::Failure;
 
 /// One page of `items` (sorted by namespace and name, as the store keeps them) and the list's
 /// `metadata`: `resourceVersion`, and `continue` plus `remainingItemCount` when more follow.
-pub(crate) fn page(
-    items: Vec<Value>,
+pub(crate) fn page<'a>(
+    items: impl Iterator<Item = &'a Value>,
     rv: u64,
     limit: Option<&String>,
     token: Option<&String>,
@@ -30,13 +30,15 @@ pub(crate) fn page(
             (rv, Some((namespace.to_owned(), name.to_owned())))
         }
     };
-    let later = items.into_iter().filter(|o| after.as_ref().is_none_or(|a| key(o) > *a));
-    let rest: Vec<Value> = later.collect();
+    // Borrowed until taken: a page costs clones of its own objects only.
+    let mut later = items.filter(|o| after.as_ref().is_none_or(|a| key(o) > *a));
+    let page: Vec<Value> = later.by_ref().take(limit.unwrap_or(usize::MAX)).cloned().collect();
+    let remaining = later.count();
     let mut meta = Map::new();
     meta.insert("resourceVersion".into(), json!(rv.to_string()));
-    let Some(limit) = limit.filter(|l| *l < rest.len()) else { return Ok((rest, meta.into())) };
-    let remaining = rest.len() - limit;
-    let page: Vec<Value> = rest.into_iter().take(limit).collect();
+    if remaining == 0 {
+        return Ok((page, meta.into()));
+    }
     let (namespace, name) = page.last().map(key).unwrap_or_default();
     meta.insert("continue".into(), json!(format!("{rv}/{namespace}/{name}")));
     meta.insert("remainingItemCount".into(), json!(remaining));
@@ -59,7 +61,8 @@ mod tests {
 
     #[test]
     fn pages_follow_each_other_and_keep_the_first_resource_version() {
-        let items = || vec![named("a"), named("b"), named("c")];
+        let all = [named("a"), named("b"), named("c")];
+        let items = || all.iter();
         let two = Some("2".to_owned());
         let (first, meta) = page(items(), 7, two.as_ref(), None).unwrap();
         assert_eq!(first, [named("a"), named("b")]);

@@ -138,10 +138,19 @@ impl Store {
 
     /// Objects of a resource (all namespaces when `namespace` is None).
     pub fn list(&self, resource: &Resource, namespace: Option<&str>) -> Vec<Value> {
-        let matches = self.objects.iter().filter(|(k, _)| {
+        self.iter(resource, namespace).cloned().collect()
+    }
+
+    /// The same, borrowed, in namespace and name order.
+    pub(crate) fn iter<'a>(
+        &'a self,
+        resource: &'a Resource,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Value> {
+        let matches = self.objects.iter().filter(move |(k, _)| {
             k.resource == *resource && namespace.is_none_or(|ns| ns == k.namespace)
         });
-        matches.map(|(_, v)| v.clone()).collect()
+        matches.map(|(_, v)| v)
     }
 
     /// Creates an object (name from `metadata.name` or `generateName`).
