@@ -43,6 +43,11 @@ IMAGE = 'ccm-image'
 FLAVOR = 'm1.tiny'
 FLAVOR_ALT = 'm1.small'
 INTERNAL_NET, INTERNAL_SUBNET, INTERNAL_CIDR = 'ccm-internal', 'ccm-internal-subnet', '10.0.0.0/24'
+# Neutron hands out addresses (servers, VIPs) only from these; 10.0.0.50-127 and .250-254 are
+# the tests' own fixed IPs (ports created with --fixed-ip), which a concurrent test's server or
+# load balancer could otherwise have taken first (a 409 seen in CI).
+INTERNAL_POOLS = [{'start': '10.0.0.2', 'end': '10.0.0.49'},
+                  {'start': '10.0.0.128', 'end': '10.0.0.249'}]
 # TEST-NET-3 (RFC 5737): documentation addresses; there is no dataplane behind any of them.
 EXTERNAL_NET, EXTERNAL_SUBNET, EXTERNAL_CIDR = 'ccm-external', 'ccm-external-subnet', '203.0.113.0/24'
 ROUTER = 'ccm-router'
@@ -181,7 +186,8 @@ def fixtures(args):
                                    cidr=EXTERNAL_CIDR, is_dhcp_enabled=False)
     internal = net.create_network(name=INTERNAL_NET, project_id=project.id)
     int_subnet = net.create_subnet(network_id=internal.id, name=INTERNAL_SUBNET, ip_version=4,
-                                   cidr=INTERNAL_CIDR, project_id=project.id)
+                                   cidr=INTERNAL_CIDR, project_id=project.id,
+                                   allocation_pools=INTERNAL_POOLS)
     router = net.create_router(name=ROUTER, project_id=project.id,
                                external_gateway_info={'network_id': ext.id})
     net.add_interface_to_router(router, subnet_id=int_subnet.id)
