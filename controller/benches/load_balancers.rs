@@ -67,6 +67,8 @@ struct Controller {
     child: Child,
     port: u16,
     log: std::path::PathBuf,
+    /// For /metrics (its certificate is self-signed).
+    client: reqwest::Client,
 }
 
 impl Drop for Controller {
@@ -106,7 +108,11 @@ impl Controller {
             .stderr(file)
             .spawn()
             .expect("start the controller binary");
-        Controller { child, port, log }
+        let client = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .build()
+            .expect("HTTPS client");
+        Controller { child, port, log, client }
     }
 
     fn log(&self) -> String {
@@ -116,12 +122,8 @@ impl Controller {
     /// The service controller's reconciles so far (`occm_reconciles_total`, every result);
     /// 0 until /metrics answers.
     async fn reconciles(&self) -> u64 {
-        let client = reqwest::Client::builder()
-            .danger_accept_invalid_certs(true)
-            .build()
-            .expect("HTTPS client");
         let url = format!("https://127.0.0.1:{}/metrics", self.port);
-        let Ok(response) = client.get(url).send().await else { return 0 };
+        let Ok(response) = self.client.get(url).send().await else { return 0 };
         let text = response.text().await.unwrap_or_default();
         text.lines()
             .filter(|l| l.starts_with("occm_reconciles_total{controller=\"service\","))

@@ -122,6 +122,21 @@ fn project_scope(c: &Credentials) -> Option<(IdOrName, Option<IdOrName>)> {
     Some((project, domain))
 }
 
+/// `builder` also trusting the CA bundle `pem` (`what` names it in errors); a bundle without a
+/// certificate is an error.
+fn trust(
+    builder: reqwest::ClientBuilder,
+    what: &str,
+    pem: &[u8],
+) -> Result<reqwest::ClientBuilder> {
+    let (builder, count) = ccm_tls_explain::trust_bundle(builder, pem)
+        .map_err(|e| Error::Credentials(format!("{what}: {e}")))?;
+    if count == 0 {
+        return Err(Error::Credentials(format!("{what}: no certificate found")));
+    }
+    Ok(builder)
+}
+
 /// The reqwest client: timeout, private CA (rustls trusts webpki roots only), insecure mode, client cert.
 fn http_client(c: &Credentials, timeout: Duration) -> Result<reqwest::Client> {
     // A backstop only: API calls are bounded by `OpenStack::call`'s own timeout, which can
@@ -132,24 +147,10 @@ fn http_client(c: &Credentials, timeout: Duration) -> Result<reqwest::Client> {
     if let Some(path) = &c.ca_file {
         let pem =
             std::fs::read(path).map_err(|e| Error::Credentials(format!("ca-file {path}: {e}")))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| Error::Credentials(format!("ca-file {path}: {e}")))?;
-        if certs.is_empty() {
-            return Err(Error::Credentials(format!("ca-file {path}: no certificate found")));
-        }
-        for cert in certs {
-            builder = builder.add_root_certificate(cert);
-        }
+        builder = trust(builder, &format!("ca-file {path}"), &pem)?;
     }
     if let Some(pem) = &c.ca_bundle {
-        let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
-            .map_err(|e| Error::Credentials(format!("the Secret's cacert: {e}")))?;
-        if certs.is_empty() {
-            return Err(Error::Credentials("the Secret's cacert: no certificate found".to_owned()));
-        }
-        for cert in certs {
-            builder = builder.add_root_certificate(cert);
-        }
+        builder = trust(builder, "the Secret's cacert", pem.as_bytes())?;
     }
     if c.tls_insecure {
         tracing::warn!(

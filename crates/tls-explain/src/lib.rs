@@ -1,8 +1,24 @@
-//! Why a TLS connection to OpenStack failed, said in one line: the host, the verifier's reason
+//! The trust bundles of both binaries' HTTP clients ([`trust_bundle`]), and why a TLS
+//! connection to OpenStack failed, said in one line: the host, the verifier's reason
 //! and the setting that fixes it. osauth folds a handshake failure into "error sending request",
 //! so after a failed login the caller fetches the auth URL once more with the same trust
 //! settings and [`diagnose`] digs the rustls error out of the chain. Both binaries word the fix
 //! in their own settings ([`Settings`]).
+
+/// `builder` trusting, besides what it already trusts, every certificate of the PEM bundle
+/// `pem`; with how many were added (0 for a text without a certificate: the caller decides
+/// whether that is an error). Both binaries' clients take their CA bundles through this.
+pub fn trust_bundle(
+    mut builder: reqwest::ClientBuilder,
+    pem: &[u8],
+) -> Result<(reqwest::ClientBuilder, usize), reqwest::Error> {
+    let certs = reqwest::Certificate::from_pem_bundle(pem)?;
+    let count = certs.len();
+    for cert in certs {
+        builder = builder.add_root_certificate(cert);
+    }
+    Ok((builder, count))
+}
 
 /// How a binary names its trust settings in the fix.
 #[derive(Debug, Clone, Copy)]

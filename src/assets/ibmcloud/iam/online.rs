@@ -33,12 +33,9 @@ async fn ask(endpoint: &str, api_key: &Secret, trust_bundle: Option<&str>) -> Re
         .timeout(TIMEOUT)
         .user_agent(concat!("ccm-assets/", env!("CARGO_PKG_VERSION")));
     if let Some(pem) = trust_bundle {
-        let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes()).map_err(|e| {
+        (builder, _) = ccm_tls_explain::trust_bundle(builder, pem.as_bytes()).map_err(|e| {
             Error::Transport(format!("additionalTrustBundle is not a PEM bundle: {e}"))
         })?;
-        for cert in certs {
-            builder = builder.add_root_certificate(cert);
-        }
     }
     let client = builder.build().map_err(transport)?;
     let token = client

@@ -80,7 +80,7 @@ fn connect(cloud: &Cloud) -> Result<Connection, AssetError> {
         Err(e) => {
             let url = cloud.entry.auth.auth_url.as_deref().unwrap_or_default();
             let tls = runtime.block_on(ccm_tls_explain::diagnose(&probe, url, TRUST));
-            Err(unreachable(cloud, &tls.unwrap_or(e.to_string())))
+            Err(unreachable(cloud, &tls.unwrap_or_else(|| e.to_string())))
         }
     }
 }

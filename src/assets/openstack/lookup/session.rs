@@ -22,11 +22,8 @@ pub(super) fn client(cloud: &Cloud, timeout: Duration) -> Result<reqwest::Client
         [("its cacert", &cloud.ca_bundle), ("additionalTrustBundle", &cloud.trust_bundle)];
     for (what, pem) in bundles {
         let Some(pem) = pem else { continue };
-        let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
+        (builder, _) = ccm_tls_explain::trust_bundle(builder, pem.as_bytes())
             .map_err(|e| format!("cloud {:?}: {what} is not a PEM bundle: {e}", cloud.name))?;
-        for cert in certs {
-            builder = builder.add_root_certificate(cert);
-        }
     }
     if cloud.entry.verify == Some(false) {
         tracing::warn!(
