@@ -34,9 +34,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ope
 import envfile  # noqa: E402  (scripts/openstack/envfile.py)
 
 
-
 class NotFound(Exception):
     pass
+
+
+# A build takes 3-7 s on the test stack; one still in BUILD after this long has lost its
+# scheduling and is booted again.
+BUILD_STALL = 90
 
 
 class BuildFailed(Exception):
@@ -106,8 +110,11 @@ class Scene:
         except self.openstack.exceptions.NotFoundException:
             raise NotFound(server_id)
 
-    def wait_status(self, server_id, status):
-        deadline = time.time() + self.timeout
+    def wait_status(self, server_id, status, stall=None):
+        """Waits until the server is in `status`. ERROR raises BuildFailed; so does a server
+        still in BUILD after `stall` seconds (a build whose scheduling was lost)."""
+        started = time.time()
+        deadline = started + self.timeout
         while True:
             server = self.server(server_id)
             if server.status == status:
@@ -115,10 +122,47 @@ class Scene:
             if server.status == 'ERROR':
                 raise BuildFailed('server %s is in ERROR: %s' % (
                     server_id, getattr(server, 'fault', None)))
+            if stall is not None and server.status == 'BUILD' and time.time() > started + stall:
+                raise BuildFailed('server %s still in BUILD after %ss' % (server_id, stall))
             if time.time() > deadline:
                 fail('server %s is %s, not %s, after %ss' % (
                     server_id, server.status, status, self.timeout))
             time.sleep(0.5)
+
+    def delete_until_gone(self, server_id):
+        """Waits until GET on a server being deleted answers 404. Nova on SQLite loses a delete
+        now and then (the server stays ACTIVE, or in ERROR / task 'deleting' after 'database
+        is locked'): while the server is still there, the delete is issued again every 20 s,
+        after an admin's reset-state when it is in ERROR or the delete is refused (409)."""
+        deadline = time.time() + self.timeout
+        reissued = time.time()
+        while True:
+            try:
+                server = self.server(server_id)
+            except NotFound:
+                return
+            if time.time() > deadline:
+                fail('server %s still exists (%s, task %s) after %ss' % (
+                    server_id, server.status, server.task_state, self.timeout))
+            if time.time() > reissued + 20:
+                reissued = time.time()
+                print('openstack_scene: server %s still %s (task %s); deleting it again' % (
+                    server_id, server.status, server.task_state), file=sys.stderr)
+                self.delete_again(server)
+            time.sleep(0.5)
+
+    def delete_again(self, server):
+        def reset():
+            self.admin().compute.reset_server_state(server.id, 'error')
+        try:
+            if server.status == 'ERROR':
+                reset()
+            self.retry(self.conn.compute.delete_server, server.id)
+        except self.openstack.exceptions.ConflictException:
+            reset()
+            self.retry(self.conn.compute.delete_server, server.id)
+        except self.openstack.exceptions.NotFoundException:
+            pass
 
     # --------------------------------------------------------------------------- views
     def server_json(self, s):
@@ -163,22 +207,26 @@ class Scene:
         attrs = {'name': a.name, 'flavor_id': flavor.id, 'image_id': image.id, 'networks': nics}
         if a.az:
             attrs['availability_zone'] = a.az
-        # Nova on SQLite fails a build now and then ('database is locked' in nova-compute): a
-        # server that ends in ERROR is deleted and built once more.
-        for attempt in (1, 2):
+        # Nova on SQLite fails a build now and then ('database is locked' in the conductor: the
+        # server goes to ERROR, or stays in BUILD for ever). Such a server is deleted and built
+        # again, twice at most; only the last attempt waits the full --timeout.
+        attempts = 3
+        for attempt in range(1, attempts + 1):
             server = self.create_once(
                 self.conn.compute.create_server,
                 lambda: next(iter(self.conn.compute.servers(name='^%s$' % a.name)), None), **attrs)
             if not a.wait_active:
                 break
             try:
-                self.wait_status(server.id, 'ACTIVE')
+                stall = None if attempt == attempts else min(self.timeout, BUILD_STALL)
+                self.wait_status(server.id, 'ACTIVE', stall=stall)
                 break
             except BuildFailed as e:
-                if attempt == 2:
+                if attempt == attempts:
                     fail(str(e))
+                print('openstack_scene: %s; deleting it and booting again' % e, file=sys.stderr)
                 self.retry(self.conn.compute.delete_server, server.id)
-                self.conn.compute.wait_for_delete(server, wait=self.timeout)
+                self.delete_until_gone(server.id)
         return self.server_json(self.server(server.id))
 
     def server_show(self, a):
@@ -200,15 +248,7 @@ class Scene:
         except self.openstack.exceptions.NotFoundException:
             fail('server %s not found' % a.id)
         if a.wait:
-            deadline = time.time() + self.timeout
-            while True:
-                try:
-                    status = self.server(a.id).status
-                except NotFound:
-                    break
-                if time.time() > deadline:
-                    fail('server %s still exists (%s) after %ss' % (a.id, status, self.timeout))
-                time.sleep(0.5)
+            self.delete_until_gone(a.id)
         return {'id': a.id, 'deleted': True}
 
     def port_create(self, a):
