@@ -38,8 +38,10 @@ impl<'a> Parents<'a> {
             return Err(Error::UndeclaredParent { asset: self.asset, parent: id });
         };
         self.read.borrow_mut().insert(parent);
-        let value = self.contents.get(parent).cloned().unwrap_or(Value::Null);
-        serde_json::from_value(value).map_err(|source| Error::ParentContent {
+        // Decoded straight from the stored tree: no copy of it per read (the install-config is
+        // read by most assets).
+        let value = self.contents.get(parent).unwrap_or(&Value::Null);
+        T::deserialize(value).map_err(|source| Error::ParentContent {
             asset: self.asset,
             parent,
             source,
@@ -49,7 +51,7 @@ impl<'a> Parents<'a> {
     /// This asset's content from the previous run, when the state has it and it still decodes.
     /// Assets that generate random values (ids, keys) reuse them from here.
     pub fn previous<T: DeserializeOwned>(&self) -> Option<T> {
-        self.previous.and_then(|v| serde_json::from_value(v.clone()).ok())
+        self.previous.and_then(|v| T::deserialize(v).ok())
     }
 
     /// Declared parents that `generate` never read (a test checks every asset reads them all).
