@@ -5,6 +5,7 @@
 //! the backups and removes temps and the directories this commit created, so a failed run leaves
 //! the asset directory as it was. Secrets get mode 0600, everything else 0644.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -104,8 +105,9 @@ fn commit_with(
 ) -> Result<(), Error> {
     let paths =
         plan.writes.iter().map(|f| f.path.as_str()).chain(plan.removes.iter().map(String::as_str));
+    let mut confinement = Confinement::new(dir)?;
     for path in paths {
-        confined(dir, path)?;
+        confinement.check(path)?;
     }
     let mut journal = Journal::default();
     let result = stage_and_swap(dir, plan, rename, &mut journal);
@@ -131,10 +133,12 @@ fn stage_and_swap(
     journal: &mut Journal,
 ) -> Result<(), Error> {
     let mut staged = Vec::with_capacity(plan.writes.len());
+    // Directories known to exist (found or created by this commit): each is looked up once.
+    let mut present = BTreeSet::new();
     for file in &plan.writes {
         let target = dir.join(&file.path);
         if let Some(parent) = target.parent() {
-            create_dirs(parent, journal)?;
+            create_dirs(parent, &mut present, journal)?;
         }
         let temp = sibling(&target, "ccm-tmp");
         journal.staged.push(temp.clone());
@@ -154,47 +158,80 @@ fn stage_and_swap(
     Ok(())
 }
 
-/// Checks that no component of `rel` under `dir` is a symbolic link leading out of `dir`
-/// (`DIR/manifests -> /etc` would make every write land in /etc). A link that stays inside is
-/// fine; a component that does not exist yet is created as a real directory later.
-fn confined(dir: &Path, rel: &str) -> Result<(), Error> {
-    let check = |source, path: &Path| Error::Check { path: path.to_owned(), source };
-    let root = match fs::canonicalize(dir) {
-        Ok(root) => root,
-        // The directory itself does not exist yet: nothing under it can be a link.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(check(e, dir)),
-    };
-    let mut current = dir.to_owned();
-    for component in Path::new(rel).components() {
-        current.push(component);
-        let meta = match fs::symlink_metadata(&current) {
-            Ok(meta) => meta,
-            // Missing, or under a regular file: the write itself will create or fail there.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-                ) =>
-            {
+/// Checks that no component of a planned path under `dir` is a symbolic link leading out of
+/// `dir` (`DIR/manifests -> /etc` would make every write land in /etc). A link that stays inside
+/// is fine; a component that does not exist yet is created as a real directory later. The
+/// directory is resolved once and every component once per commit, however many planned paths
+/// share it (nothing is written before all are checked).
+struct Confinement<'a> {
+    dir: &'a Path,
+    /// `dir` resolved; `None` when it does not exist yet (nothing under it can be a link).
+    root: Option<PathBuf>,
+    /// Components already found to stay inside (relative to `dir`).
+    checked: BTreeSet<PathBuf>,
+    /// Components found missing: nothing below them can be a link.
+    missing: BTreeSet<PathBuf>,
+}
+
+impl<'a> Confinement<'a> {
+    fn new(dir: &'a Path) -> Result<Confinement<'a>, Error> {
+        let root = match fs::canonicalize(dir) {
+            Ok(root) => Some(root),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => return Err(Error::Check { path: dir.to_owned(), source }),
+        };
+        Ok(Confinement { dir, root, checked: BTreeSet::new(), missing: BTreeSet::new() })
+    }
+
+    fn check(&mut self, rel: &str) -> Result<(), Error> {
+        let Some(root) = &self.root else { return Ok(()) };
+        let dir = self.dir;
+        let check = |source, path: &Path| Error::Check { path: path.to_owned(), source };
+        let mut current = dir.to_owned();
+        let mut relative = PathBuf::new();
+        for component in Path::new(rel).components() {
+            current.push(component);
+            relative.push(component);
+            if self.checked.contains(&relative) {
+                continue;
+            }
+            if self.missing.contains(&relative) {
                 return Ok(());
             }
-            Err(e) => return Err(check(e, &current)),
-        };
-        if !meta.file_type().is_symlink() {
-            continue;
+            let meta = match fs::symlink_metadata(&current) {
+                Ok(meta) => meta,
+                // Missing, or under a regular file: the write itself will create or fail there.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                    ) =>
+                {
+                    self.missing.insert(relative);
+                    return Ok(());
+                }
+                Err(e) => return Err(check(e, &current)),
+            };
+            if meta.file_type().is_symlink() {
+                let target = match fs::canonicalize(&current) {
+                    Ok(target) => target,
+                    // A dangling link: where it points is outside anything we can vouch for.
+                    Err(_) => fs::read_link(&current).map_err(|e| check(e, &current))?,
+                };
+                if !target.starts_with(root) {
+                    let link = current.strip_prefix(dir).unwrap_or(&current).display().to_string();
+                    return Err(Error::Escapes {
+                        path: rel.to_owned(),
+                        link,
+                        target,
+                        dir: dir.to_owned(),
+                    });
+                }
+            }
+            self.checked.insert(relative.clone());
         }
-        let target = match fs::canonicalize(&current) {
-            Ok(target) => target,
-            // A dangling link: where it points is outside anything we can vouch for.
-            Err(_) => fs::read_link(&current).map_err(|e| check(e, &current))?,
-        };
-        if !target.starts_with(&root) {
-            let link = current.strip_prefix(dir).unwrap_or(&current).display().to_string();
-            return Err(Error::Escapes { path: rel.to_owned(), link, target, dir: dir.to_owned() });
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Moves an existing `target` aside so it can be restored.
@@ -228,11 +265,21 @@ fn roll_back(journal: Journal) {
     }
 }
 
-fn create_dirs(path: &Path, journal: &mut Journal) -> Result<(), Error> {
+/// Creates `path` and its missing ancestors; `present` holds the directories already known to
+/// exist in this commit, so a directory shared by many files is looked up once.
+fn create_dirs(
+    path: &Path,
+    present: &mut BTreeSet<PathBuf>,
+    journal: &mut Journal,
+) -> Result<(), Error> {
     let mut missing = Vec::new();
     let mut cur = Some(path);
     while let Some(p) = cur {
+        if present.contains(p) {
+            break;
+        }
         if p.exists() {
+            present.insert(p.to_owned());
             break;
         }
         missing.push(p.to_owned());
@@ -240,16 +287,19 @@ fn create_dirs(path: &Path, journal: &mut Journal) -> Result<(), Error> {
     }
     for p in missing.into_iter().rev() {
         fs::create_dir(&p).map_err(|source| Error::CreateDir { path: p.clone(), source })?;
-        journal.created_dirs.push(p);
+        journal.created_dirs.push(p.clone());
+        present.insert(p);
     }
+    present.insert(path.to_owned());
     Ok(())
 }
 
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(path)?;
     f.write_all(bytes)?;
-    // The umask may have narrowed the mode at creation; set it exactly.
-    fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode))
+    // The umask may have narrowed the mode at creation; set it exactly (on the open file: no
+    // second path lookup).
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))
 }
 
 /// `dir/.name.TAG-PID`: beside the target, so the rename stays on one file system.
