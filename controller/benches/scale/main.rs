@@ -9,7 +9,10 @@
 //! (FakeDriver) and Neutron of scripts/openstack-up.sh (`CCM_OPENSTACK_ENV` names its env file):
 //! N servers are booted there for each run (N = 5, 20 and 50; 2 in the quick mode) and deleted
 //! after it, and the controller talks to the services through a counting proxy (real.rs).
-//! `CCM_BENCH_NODES=5,20` overrides the node counts in either mode.
+//! `CCM_BENCH_NODES=5,20` overrides the node counts in either mode. `CCM_BENCH_WRAP` runs the
+//! controller under a profiler (`CCM_BENCH_WRAP="heaptrack -o /tmp/occm"`); its memory and CPU
+//! figures are then the wrapper's process, not the controller's. `CCM_BENCH_ARGS` adds flags
+//! to the controller's command line (`CCM_BENCH_ARGS=--concurrent-node-syncs=4`).
 //!
 //! Per N: time until no node carries the uninitialized taint; OpenStack requests per node init
 //! (named by ops.rs's classifier, the same for both); requests per address resync; requests per
@@ -81,6 +84,9 @@ struct Figures {
     not_ready: usize,
     rss_kib: u64,
     hwm_kib: u64,
+    /// The steady RSS's heap and stacks (RssAnon) and mapped files, the binary's code (RssFile).
+    anon_kib: u64,
+    file_kib: u64,
     steady_cpu: Duration,
     steady_wall: Duration,
     total_cpu: Duration,
@@ -184,6 +190,8 @@ fn write_json(all: &[Figures]) {
                 "double_inits": f.double_inits,
                 "rss_mib": f.rss_kib as f64 / 1024.0,
                 "hwm_mib": f.hwm_kib as f64 / 1024.0,
+                "rss_anon_mib": f.anon_kib as f64 / 1024.0,
+                "rss_file_mib": f.file_kib as f64 / 1024.0,
                 "cpu_seconds_to_init": f.init_cpu.as_secs_f64(),
             })
         })
@@ -296,7 +304,10 @@ async fn measure(
     });
 
     let started = Instant::now();
-    let mut child = Command::new(BIN)
+    let wrap = std::env::var("CCM_BENCH_WRAP").unwrap_or_default();
+    let mut command = wrap.split_whitespace().chain([BIN]);
+    let mut child = Command::new(command.next().unwrap_or(BIN))
+        .args(command)
         .args([
             "--cloud-provider=openstack".to_owned(),
             format!("--cloud-config={}", conf.display()),
@@ -309,6 +320,7 @@ async fn measure(
             format!("--node-status-update-frequency={}ms", s.resync.as_millis()),
             format!("--node-monitor-period={}ms", s.monitor.as_millis()),
         ])
+        .args(std::env::var("CCM_BENCH_ARGS").unwrap_or_default().split_whitespace())
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(log)
@@ -402,7 +414,7 @@ async fn measure(
     let ticks = complete.len().max(1);
     let tick_calls = complete.iter().map(|b| b.0).sum::<usize>() as f64 / ticks as f64;
     let tick_span = complete.iter().map(|b| b.1).sum::<Duration>() / ticks as u32;
-    let (rss_kib, hwm_kib) = memory(pid);
+    let Memory { rss_kib, hwm_kib, anon_kib, file_kib } = memory(pid);
     let steady_cpu = cpu(pid).saturating_sub(steady_start.1);
     let steady_wall = steady_start.0.elapsed();
     let total_cpu = cpu(pid);
@@ -442,6 +454,8 @@ async fn measure(
         not_ready,
         rss_kib,
         hwm_kib,
+        anon_kib,
+        file_kib,
         steady_cpu,
         steady_wall,
         total_cpu,
@@ -479,8 +493,15 @@ fn cpu(pid: u32) -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
-/// VmRSS and VmHWM in KiB.
-fn memory(pid: u32) -> (u64, u64) {
+/// A process's memory from /proc/PID/status, in KiB.
+struct Memory {
+    rss_kib: u64,
+    hwm_kib: u64,
+    anon_kib: u64,
+    file_kib: u64,
+}
+
+fn memory(pid: u32) -> Memory {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| {
         status
@@ -490,7 +511,12 @@ fn memory(pid: u32) -> (u64, u64) {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
-    (field("VmRSS:"), field("VmHWM:"))
+    Memory {
+        rss_kib: field("VmRSS:"),
+        hwm_kib: field("VmHWM:"),
+        anon_kib: field("RssAnon:"),
+        file_kib: field("RssFile:"),
+    }
 }
 
 fn mib(kib: u64) -> String {
@@ -549,6 +575,11 @@ fn print_run(f: &Figures) {
         f.not_ready, f.tick_calls, f.ticks
     );
     println!("| steady RSS (VmRSS) / peak (VmHWM) | {} / {} |", mib(f.rss_kib), mib(f.hwm_kib));
+    println!(
+        "| steady RSS: anonymous / files (code) | {} / {} |",
+        mib(f.anon_kib),
+        mib(f.file_kib)
+    );
     println!(
         "| CPU in steady state | {:.2} s over {:.1} s ({:.1}%) |",
         f.steady_cpu.as_secs_f64(),
