@@ -6,6 +6,14 @@ use clap::Parser;
 use occm::app::{self, Env};
 use occm::flags::Flags;
 
+/// jemalloc, not glibc's malloc: the controller's memory comes in bursts (the first list of
+/// every Node, a full resync's server and port lists) and glibc keeps a burst's freed pages in
+/// its arenas for good, so the steady RSS was the peak's. jemalloc returns them within a second
+/// (one arena, dirty pages purged after 1 s by its background thread: `JEMALLOC_SYS_WITH_MALLOC_CONF`
+/// in .cargo/config.toml). BENCHMARKS.md, "Controller"; see: issue 16.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let flags = Flags::parse();
     let env = Env {
