@@ -99,8 +99,9 @@ pub struct Flags {
     #[arg(long = "use-service-account-credentials", value_name = "BOOL", default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
     pub(crate) use_service_account_credentials: bool,
 
-    /// Nodes initialized in parallel.
-    #[arg(long = "concurrent-node-syncs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Nodes initialized in parallel (upstream's default is 1; initialization waits on the
+    /// network, not the CPU). The Kubernetes writes are still paced by --kube-api-qps.
+    #[arg(long = "concurrent-node-syncs", value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) concurrent_node_syncs: u32,
 
     /// Services whose load balancers are reconciled in parallel.
@@ -334,7 +335,8 @@ mod tests {
         assert_eq!(f.bind_address.to_string(), "0.0.0.0");
         assert_eq!(f.node_status_update_frequency, Duration::from_secs(300));
         assert_eq!(f.node_monitor_period, Duration::from_secs(5));
-        assert_eq!(f.concurrent_node_syncs, 1);
+        // Not upstream's 1: four nodes initialized at a time (README, "Flags").
+        assert_eq!(f.concurrent_node_syncs, 4);
         assert_eq!(f.controllers(), Controllers { node: true, lifecycle: true, service: true });
         assert_eq!((f.kube_api_qps, f.kube_api_burst), (20.0, 30));
         let off = parse(&["--cloud-provider=openstack", "--kube-api-qps", "-1"]).unwrap();
