@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
 use tokio::net::TcpListener;
@@ -16,6 +15,7 @@ use tokio::task::JoinSet;
 
 use crate::cloud::OpenStack;
 use crate::config::{self, Networking, Severity};
+use crate::controllers::projection::CachedNode;
 use crate::controllers::{Context, ControllerName, lifecycle, node, projection, resync, service};
 use crate::flags::{Controllers, Flags};
 use crate::metrics::Metrics;
@@ -299,7 +299,7 @@ fn spawn_controllers(
         service,
     } = plan;
     let Clients { kube, cloud, metrics } = clients;
-    let nodes_api: Api<Node> = Api::all(kube.clone());
+    let nodes_api: Api<CachedNode> = Api::all(kube.clone());
     // One reflector of projected Nodes (only the fields the controllers read) feeds the node
     // controller and is the cache every controller reads.
     let (reader, writer) = reflector::store();

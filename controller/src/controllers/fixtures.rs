@@ -2,7 +2,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::runtime::reflector;
 use serde_json::Value;
@@ -14,6 +13,7 @@ use crate::cloud::neutron::{FixedIp, Port};
 use crate::cloud::nova::{Flavor, ServerAddress};
 use crate::cloud::{Cloud, Error, Instance, Lookup, Result, Server, ServerState};
 use crate::config::Networking;
+use crate::controllers::projection::CachedNode;
 use crate::metrics::Metrics;
 use fake_kube_apiserver::FakeApiServer;
 
@@ -134,12 +134,12 @@ pub(crate) fn control_plane(name: &str) -> Value {
 
 /// A Context on the fake API server (its Node store stays empty: tests pass nodes explicitly).
 pub(crate) fn context(fake: &FakeApiServer, cloud: Arc<FakeCloud>) -> Arc<Context<FakeCloud>> {
-    let (reader, _writer) = reflector::store::<Node>();
+    let (reader, _writer) = reflector::store::<CachedNode>();
     Arc::new(Context::new(fake.client(), cloud, Metrics::shared(), Networking::default(), reader))
 }
 
 /// Every node, as the API server has them now.
-pub(crate) async fn nodes(ctx: &Context<FakeCloud>) -> Vec<Arc<Node>> {
-    let list = Api::<Node>::all(ctx.client.clone()).list(&Default::default()).await.unwrap();
+pub(crate) async fn nodes(ctx: &Context<FakeCloud>) -> Vec<Arc<CachedNode>> {
+    let list = Api::<CachedNode>::all(ctx.client.clone()).list(&Default::default()).await.unwrap();
     list.items.into_iter().map(Arc::new).collect()
 }

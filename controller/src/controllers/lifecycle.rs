@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::api::core::v1::Taint;
 use kube::ResourceExt;
 use kube::api::DeleteParams;
 use kube::runtime::events::EventType;
@@ -18,6 +18,7 @@ use super::{
     set_taints, taints,
 };
 use crate::cloud::{self, Cloud, Lookup, ServerState};
+use crate::controllers::projection::CachedNode;
 
 /// What one check did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +45,7 @@ impl Outcome {
 }
 
 /// Checks one node with its own server lookup.
-pub async fn check<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
+pub async fn check<C: Cloud>(ctx: &Context<C>, node: &CachedNode) -> Result<Outcome> {
     if is_ready(node) {
         return untaint(ctx, node).await;
     }
@@ -54,7 +55,7 @@ pub async fn check<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
 }
 
 /// A Ready node loses the shutdown taint.
-async fn untaint<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
+async fn untaint<C: Cloud>(ctx: &Context<C>, node: &CachedNode) -> Result<Outcome> {
     if !has_taint(node, SHUTDOWN_TAINT) {
         return Ok(Outcome::Unchanged);
     }
@@ -68,7 +69,7 @@ async fn untaint<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<Outcome> {
 /// `SHUTOFF` taints it, any other error does nothing.
 async fn act<C: Cloud>(
     ctx: &Context<C>,
-    node: &Node,
+    node: &CachedNode,
     status: cloud::Result<String>,
 ) -> Result<Outcome> {
     let name = node.name_any();
@@ -134,7 +135,7 @@ impl Listing {
 /// Checks one NotReady node against the listing (`None`: the listing failed).
 async fn check_listed<C: Cloud>(
     ctx: &Context<C>,
-    node: &Node,
+    node: &CachedNode,
     listing: Option<&cloud::Result<Listing>>,
 ) -> Result<Outcome> {
     let how = lookup(node, ctx.cloud.region().as_deref())?;
@@ -151,7 +152,7 @@ async fn check_listed<C: Cloud>(
 
 /// Checks every cached node once: one server listing when any is NotReady (none when all are
 /// Ready). Errors are counted and logged, never acted on.
-pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<Node>]) {
+pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<CachedNode>]) {
     let listing = match nodes.iter().any(|n| !is_ready(n)) {
         true => Some(ctx.cloud.server_states().await.map(Listing::new)),
         false => None,

@@ -6,7 +6,7 @@ pub mod lifecycle;
 pub(crate) mod name;
 pub mod node;
 pub(crate) mod own_writes;
-pub(crate) mod projection;
+pub mod projection;
 pub(crate) mod provider_id;
 pub mod resync;
 pub(crate) mod service;
@@ -16,7 +16,7 @@ pub(crate) mod fixtures;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::api::core::v1::Taint;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
@@ -27,6 +27,7 @@ pub(crate) use name::ControllerName;
 
 use crate::cloud::{self, Cloud, Lookup};
 use crate::config::Networking;
+use crate::controllers::projection::CachedNode;
 use crate::metrics::Metrics;
 
 /// Set by kubelet `--cloud-provider=external`; removed once the node is initialized.
@@ -126,7 +127,7 @@ pub struct Context<C> {
     /// Write `openstack://<region>/<id>` (env `OS_CCM_REGIONAL=true`, as upstream).
     pub(crate) regional: bool,
     /// The Node cache (one reflector, fed by the node controller's watch).
-    pub(crate) nodes: Store<Node>,
+    pub(crate) nodes: Store<CachedNode>,
     /// Event recorder.
     pub(crate) recorder: Recorder,
     /// `cloud-node` is enabled (the node watch also feeds lifecycle when it is not).
@@ -148,7 +149,7 @@ impl<C: Cloud> Context<C> {
         cloud: Arc<C>,
         metrics: Arc<Metrics>,
         networking: Networking,
-        nodes: Store<Node>,
+        nodes: Store<CachedNode>,
     ) -> Self {
         let reporter = Reporter { controller: "cloud-node-controller".into(), instance: None };
         let recorder = Recorder::new(client.clone(), reporter);
@@ -166,12 +167,18 @@ impl<C: Cloud> Context<C> {
     }
 
     /// The Node API.
-    pub(crate) fn api(&self) -> Api<Node> {
+    pub(crate) fn api(&self) -> Api<CachedNode> {
         Api::all(self.client.clone())
     }
 
     /// Records an event on a node; failures are logged, never fatal.
-    pub(crate) async fn event(&self, node: &Node, type_: EventType, reason: &str, note: String) {
+    pub(crate) async fn event(
+        &self,
+        node: &CachedNode,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
         if let Err(error) =
             publish(&self.recorder, &node.object_ref(&()), type_, reason, note).await
         {
@@ -199,7 +206,7 @@ pub(crate) async fn publish(
 }
 
 /// How to find a node's server: by providerID when set, else by name.
-pub(crate) fn lookup(node: &Node, region: Option<&str>) -> Result<Lookup> {
+pub(crate) fn lookup(node: &CachedNode, region: Option<&str>) -> Result<Lookup> {
     let provider_id =
         node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).filter(|p| !p.is_empty());
     match provider_id {
@@ -211,12 +218,12 @@ pub(crate) fn lookup(node: &Node, region: Option<&str>) -> Result<Lookup> {
 }
 
 /// The node's taints.
-pub(crate) fn taints(node: &Node) -> Vec<Taint> {
+pub(crate) fn taints(node: &CachedNode) -> Vec<Taint> {
     node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default()
 }
 
 /// True when the node has a taint with this key.
-pub(crate) fn has_taint(node: &Node, key: &str) -> bool {
+pub(crate) fn has_taint(node: &CachedNode, key: &str) -> bool {
     taints(node).iter().any(|t| t.key == key)
 }
 
@@ -224,7 +231,7 @@ pub(crate) fn has_taint(node: &Node, key: &str) -> bool {
 /// concurrent change by kubelet or an admin turns into a 409 and a retry, never a lost taint.
 pub(crate) async fn set_taints<C: Cloud>(
     ctx: &Context<C>,
-    node: &Node,
+    node: &CachedNode,
     taints: Vec<Taint>,
 ) -> Result<()> {
     let patch = json!({
@@ -239,7 +246,7 @@ pub(crate) async fn set_taints<C: Cloud>(
 }
 
 /// True when the `Ready` condition is `True`.
-pub(crate) fn is_ready(node: &Node) -> bool {
+pub(crate) fn is_ready(node: &CachedNode) -> bool {
     let conditions = node.status.as_ref().and_then(|s| s.conditions.as_ref());
     conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
 }

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -18,6 +17,7 @@ use super::{
     has_taint, labels, lookup, provider_id, taints,
 };
 use crate::cloud::{Cloud, Instance};
+use crate::controllers::projection::CachedNode;
 
 /// What initialization writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub(crate) struct Plan {
 /// The addresses for a node: selection, kubelet's node IP, and kubelet's Hostname kept when the cloud has none.
 pub(crate) fn node_addresses<C>(
     ctx: &Context<C>,
-    node: &Node,
+    node: &CachedNode,
     instance: &Instance,
 ) -> Result<Vec<NodeAddress>> {
     let mut list = addresses::select(instance, &ctx.networking);
@@ -53,7 +53,7 @@ pub(crate) fn node_addresses<C>(
 /// Pure: what a tainted node gets from its server.
 pub(crate) fn plan<C>(
     ctx: &Context<C>,
-    node: &Node,
+    node: &CachedNode,
     instance: &Instance,
     region: Option<&str>,
 ) -> Result<Plan> {
@@ -78,13 +78,13 @@ pub(crate) fn plan<C>(
 }
 
 /// The node's `status.addresses` as stored.
-fn stored_addresses(node: &Node) -> &[k8s_openapi::api::core::v1::NodeAddress] {
+fn stored_addresses(node: &CachedNode) -> &[k8s_openapi::api::core::v1::NodeAddress] {
     node.status.as_ref().and_then(|s| s.addresses.as_deref()).unwrap_or_default()
 }
 
 /// The node's current `status.addresses` of the types this controller writes; the others
 /// (kubelet's `InternalDNS`, `ExternalDNS`) are left out.
-pub(crate) fn current_addresses(node: &Node) -> Vec<NodeAddress> {
+pub(crate) fn current_addresses(node: &CachedNode) -> Vec<NodeAddress> {
     let known = stored_addresses(node).iter().filter_map(|a| {
         let kind = AddressType::from_wire(&a.type_)?;
         Some(NodeAddress { kind, address: a.address.clone() })
@@ -94,7 +94,7 @@ pub(crate) fn current_addresses(node: &Node) -> Vec<NodeAddress> {
 
 /// True when `status.addresses` is `wanted` exactly. An address of a type this controller
 /// never writes makes them differ, so the patch replaces the list without it.
-fn has_addresses(node: &Node, wanted: &[NodeAddress]) -> bool {
+fn has_addresses(node: &CachedNode, wanted: &[NodeAddress]) -> bool {
     let stored = stored_addresses(node);
     stored.len() == wanted.len()
         && stored.iter().zip(wanted).all(|(have, want)| {
@@ -106,9 +106,9 @@ fn has_addresses(node: &Node, wanted: &[NodeAddress]) -> bool {
 /// returns the updated Node, or `None` when nothing changed.
 pub(crate) async fn patch_addresses<C: Cloud>(
     ctx: &Context<C>,
-    node: &Node,
+    node: &CachedNode,
     wanted: &[NodeAddress],
-) -> Result<Option<Node>> {
+) -> Result<Option<CachedNode>> {
     if has_addresses(node, wanted) {
         return Ok(None);
     }
@@ -122,7 +122,7 @@ pub(crate) async fn patch_addresses<C: Cloud>(
 
 /// Initializes one node: lookup, addresses, then providerID + labels + taint removal in one
 /// patch guarded by resourceVersion.
-pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<()> {
+pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &CachedNode) -> Result<()> {
     let name = node.name_any();
     let region = ctx.cloud.region();
     let how = lookup(node, region.as_deref())?;
@@ -157,7 +157,10 @@ pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &Node) -> Result<()> {
 
 /// The `Controller` reconcile: only tainted nodes are touched.
 #[tracing::instrument(skip_all, fields(node = %node.name_any()))]
-pub(crate) async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -> Result<Action> {
+pub(crate) async fn reconcile<C: Cloud>(
+    node: Arc<CachedNode>,
+    ctx: Arc<Context<C>>,
+) -> Result<Action> {
     // A copy older than our own write would initialize the node a second time.
     if ctx.own_writes.is_stale(&node) || !ctx.initialize || !has_taint(&node, UNINITIALIZED_TAINT) {
         return Ok(Action::await_change());
@@ -184,7 +187,7 @@ pub(crate) async fn reconcile<C: Cloud>(node: Arc<Node>, ctx: Arc<Context<C>>) -
 
 /// Retry policy: conflicts soon, everything else after 10 s; the taint stays meanwhile.
 pub(crate) fn error_policy<C: Cloud>(
-    node: Arc<Node>,
+    node: Arc<CachedNode>,
     error: &Error,
     ctx: Arc<Context<C>>,
 ) -> Action {

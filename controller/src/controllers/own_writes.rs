@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use k8s_openapi::api::core::v1::Node;
+use crate::controllers::projection::CachedNode;
 use kube::ResourceExt;
 
 /// Node name → the resourceVersions our completed initialization replaced.
@@ -28,7 +28,7 @@ impl OwnWrites {
 
     /// True when `node` is a copy our own write has replaced. A newer copy ends the entry, so
     /// entries live only until the watch delivers our write.
-    pub(crate) fn is_stale(&self, node: &Node) -> bool {
+    pub(crate) fn is_stale(&self, node: &CachedNode) -> bool {
         let mut stale = self.stale.lock().unwrap_or_else(PoisonError::into_inner);
         let name = node.name_any();
         let Some(versions) = stale.get(&name) else { return false };

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::node::{node_addresses, patch_addresses};
 use super::{Context, Error, Result, UNINITIALIZED_TAINT, has_taint, lookup};
 use crate::cloud::{Cloud, Instance, Lookup, Port, Server};
+use crate::controllers::projection::CachedNode;
 
 /// One resync in this many lists every server and port: the safety net for what
 /// `changes-since` cannot show (a port changed under a server whose `updated` did not move).
@@ -80,7 +80,7 @@ pub struct Report {
 /// then a status patch only where the addresses changed. Any error makes the next one full.
 pub async fn resync<C: Cloud>(
     ctx: &Context<C>,
-    nodes: &[Arc<Node>],
+    nodes: &[Arc<CachedNode>],
     cursor: &mut Cursor,
 ) -> Result<Report> {
     let since = cursor.since();
@@ -97,8 +97,8 @@ pub async fn resync<C: Cloud>(
 /// Initialized nodes with how each finds its server.
 fn initialized<'a, C: Cloud>(
     ctx: &Context<C>,
-    nodes: &'a [Arc<Node>],
-) -> impl Iterator<Item = (&'a Node, Lookup)> {
+    nodes: &'a [Arc<CachedNode>],
+) -> impl Iterator<Item = (&'a CachedNode, Lookup)> {
     let region = ctx.cloud.region();
     let usable = nodes.iter().filter(|n| !has_taint(n, UNINITIALIZED_TAINT));
     usable.filter_map(move |n| Some((n.as_ref(), lookup(n, region.as_deref()).ok()?)))
@@ -111,7 +111,7 @@ fn cloud_error(source: crate::cloud::Error) -> Error {
 /// Every server and every port: the start, the safety net, and the way back from an error.
 async fn full<C: Cloud>(
     ctx: &Context<C>,
-    nodes: &[Arc<Node>],
+    nodes: &[Arc<CachedNode>],
     cursor: &mut Cursor,
 ) -> Result<(Report, bool)> {
     let servers = ctx.cloud.servers(None).await.map_err(cloud_error)?;
@@ -148,7 +148,7 @@ async fn full<C: Cloud>(
 /// whether a name is still unique.
 async fn incremental<C: Cloud>(
     ctx: &Context<C>,
-    nodes: &[Arc<Node>],
+    nodes: &[Arc<CachedNode>],
     cursor: &mut Cursor,
     since: Timestamp,
 ) -> Result<(Report, bool)> {
@@ -158,7 +158,7 @@ async fn incremental<C: Cloud>(
         .filter(|s| s.status != "DELETED" && !cursor.is_seen(s))
         .map(|s| (s.id.as_str(), s))
         .collect();
-    let mut matched: Vec<(&Node, Server)> = Vec::new();
+    let mut matched: Vec<(&CachedNode, Server)> = Vec::new();
     for (node, how) in initialized(ctx, nodes) {
         if let Lookup::Id(id) = how
             && let Some(server) = changed.remove(id.as_str())
@@ -172,7 +172,7 @@ async fn incremental<C: Cloud>(
         false => ctx.cloud.ports(Some(&ids)).await.map_err(cloud_error)?,
     };
     let mut by_device = group(ports);
-    let work: Vec<(&Node, Instance)> = matched
+    let work: Vec<(&CachedNode, Instance)> = matched
         .into_iter()
         .map(|(node, server)| {
             let ports = by_device.remove(&server.id).unwrap_or_default();
@@ -193,7 +193,7 @@ fn group(ports: Vec<Port>) -> HashMap<String, Vec<Port>> {
 }
 
 /// Patches the nodes whose addresses differ; returns how many, and whether any failed.
-async fn apply<C: Cloud>(ctx: &Context<C>, work: &[(&Node, Instance)]) -> (usize, bool) {
+async fn apply<C: Cloud>(ctx: &Context<C>, work: &[(&CachedNode, Instance)]) -> (usize, bool) {
     let (mut patched, mut failed) = (0, false);
     for (node, instance) in work {
         let result = match node_addresses(ctx, node, instance) {

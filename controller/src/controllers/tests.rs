@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 use serde_json::{Value, json};
@@ -16,6 +15,7 @@ use super::lifecycle::{self, Outcome};
 use super::resync::{self, Cursor, Report};
 use super::{SHUTDOWN_TAINT, UNINITIALIZED_TAINT, node as node_controller};
 use crate::cloud::Error as CloudError;
+use crate::controllers::projection::CachedNode;
 use fake_kube_apiserver::FakeApiServer;
 
 fn taint_keys(node: &Value) -> Vec<String> {
@@ -249,15 +249,16 @@ async fn transient_cloud_errors_never_delete_a_node() {
 async fn the_node_controller_initializes_a_node_registered_while_it_runs() {
     let fake = FakeApiServer::start().await.unwrap();
     let ctx = context(&fake, FakeCloud::with(vec![instance("late", "10.0.0.9", "ACTIVE")]));
-    let api: Api<Node> = Api::all(fake.client());
+    let api: Api<CachedNode> = Api::all(fake.client());
     let controller = Controller::new(api.clone(), watcher::Config::default())
         .run(node_controller::reconcile, node_controller::error_policy, ctx)
         .for_each(|_| async {});
     tokio::spawn(controller);
     fake.create("v1", "nodes", "", control_plane("late"));
-    let initialized = kube::runtime::wait::await_condition(api, "late", |n: Option<&Node>| {
-        n.and_then(|n| n.spec.as_ref()).and_then(|s| s.provider_id.as_deref()).is_some()
-    });
+    let initialized =
+        kube::runtime::wait::await_condition(api, "late", |n: Option<&CachedNode>| {
+            n.and_then(|n| n.spec.as_ref()).and_then(|s| s.provider_id.as_deref()).is_some()
+        });
     let node = tokio::time::timeout(Duration::from_secs(10), initialized)
         .await
         .expect("the late node is initialized within 10 s")

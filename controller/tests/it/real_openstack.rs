@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fake_kube_apiserver::FakeApiServer;
-use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use occm::cloud::{self, Cloud, Lookup, OpenStack};
 use occm::config::{Credentials, Values, check_text, clouds};
 use occm::controllers::lifecycle::{self, Outcome};
+use occm::controllers::projection::CachedNode;
 use occm::controllers::{Context, node};
 use occm::metrics::Metrics;
 use serde_json::json;
@@ -50,12 +50,12 @@ fn context(
     cloud: Arc<OpenStack>,
     metrics: Arc<Metrics>,
 ) -> Arc<Context<OpenStack>> {
-    let (reader, _writer) = kube::runtime::reflector::store::<Node>();
+    let (reader, _writer) = kube::runtime::reflector::store::<CachedNode>();
     Arc::new(Context::new(fake.client(), cloud, metrics, Default::default(), reader))
 }
 
-async fn node(fake: &FakeApiServer, name: &str) -> Node {
-    Api::<Node>::all(fake.client()).get(name).await.unwrap()
+async fn node(fake: &FakeApiServer, name: &str) -> CachedNode {
+    Api::<CachedNode>::all(fake.client()).get(name).await.unwrap()
 }
 
 fn unique(prefix: &str) -> String {

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fake_kube_apiserver::FakeApiServer;
-use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use kube::api::Api;
 use occm::cloud::OpenStack;
 use occm::config::Credentials;
+use occm::controllers::projection::{CachedCondition, CachedNode};
 use occm::controllers::resync::{self, Cursor};
 use occm::controllers::{Context, lifecycle};
 use occm::metrics::Metrics;
@@ -23,7 +23,8 @@ const N: usize = 3000;
 
 /// The replay with N servers, N initialized nodes already holding their addresses, and a
 /// controller context logged in to the replay.
-async fn scene() -> (Replay, FakeApiServer, Arc<Context<OpenStack>>, Vec<Arc<Node>>, Arc<Metrics>) {
+async fn scene()
+-> (Replay, FakeApiServer, Arc<Context<OpenStack>>, Vec<Arc<CachedNode>>, Arc<Metrics>) {
     let replay = Replay::start(N).await;
     let fake = FakeApiServer::start().await.unwrap();
     for i in 0..N {
@@ -53,10 +54,10 @@ async fn scene() -> (Replay, FakeApiServer, Arc<Context<OpenStack>>, Vec<Arc<Nod
         .await
         .expect("logged in to the replay within 30 s")
         .unwrap();
-    let (reader, _writer) = kube::runtime::reflector::store::<Node>();
+    let (reader, _writer) = kube::runtime::reflector::store::<CachedNode>();
     let ctx =
         Arc::new(Context::new(fake.client(), cloud, metrics.clone(), Default::default(), reader));
-    let nodes = Api::<Node>::all(fake.client()).list(&Default::default()).await.unwrap();
+    let nodes = Api::<CachedNode>::all(fake.client()).list(&Default::default()).await.unwrap();
     (replay, fake, ctx, nodes.items.into_iter().map(Arc::new).collect(), metrics)
 }
 
@@ -96,11 +97,8 @@ async fn issue_16_a_lifecycle_tick_at_3000_nodes_with_10_percent_not_ready_is_on
     for node in nodes.iter_mut().step_by(10) {
         let mut down = (**node).clone();
         let status = down.status.get_or_insert_default();
-        status.conditions = Some(vec![NodeCondition {
-            type_: "Ready".into(),
-            status: "Unknown".into(),
-            ..NodeCondition::default()
-        }]);
+        status.conditions =
+            Some(vec![CachedCondition { type_: "Ready".into(), status: "Unknown".into() }]);
         *node = Arc::new(down);
     }
     let mark = replay.counter.hits().len();

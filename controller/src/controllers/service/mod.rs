@@ -23,12 +23,13 @@ pub(crate) mod wait;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 
 use crate::cloud;
+use crate::controllers::projection::CachedNode;
 use crate::metrics::Metrics;
 
 /// The finalizer the upstream service controller uses: the Service is not removed before its
@@ -91,7 +92,7 @@ pub(crate) struct ServiceContext<L> {
     pub(crate) client: kube::Client,
     pub(crate) cloud: Arc<L>,
     pub(crate) metrics: Arc<Metrics>,
-    pub(crate) nodes: Store<Node>,
+    pub(crate) nodes: Store<CachedNode>,
     pub(crate) recorder: Recorder,
     /// `--cluster-name`.
     pub(crate) cluster: String,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -20,6 +20,7 @@ use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{ACTIVE, Change, ERROR, LoadBalancer, LoadBalancerSpec};
 use crate::controllers::addresses::AddressType;
 use crate::controllers::is_ready;
+use crate::controllers::projection::CachedNode;
 
 /// The `spec.loadBalancerClass` this controller serves besides "unset".
 pub(crate) const LOAD_BALANCER_CLASS: &str = "openstack.org/octavia";
@@ -94,7 +95,7 @@ async fn patch_finalizers<L: LoadBalancing>(
 }
 
 /// What the nodes say, as the member rule reads it.
-pub(crate) fn node_view(node: &Node) -> NodeView {
+pub(crate) fn node_view(node: &CachedNode) -> NodeView {
     let internal_ip = node
         .status
         .as_ref()

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action};
@@ -23,6 +23,7 @@ use crate::cloud::OpenStack;
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::config::{Config, LbClass};
 use crate::controllers::name::ControllerName;
+use crate::controllers::projection::CachedNode;
 use crate::metrics::Metrics;
 
 /// How often the node cache is checked for a change of members (no extra watch: the node
@@ -106,9 +107,7 @@ fn error_policy<L: LoadBalancing>(
 
 /// Emits when the nodes that could be members change (readiness, labels, address, deletion),
 /// never for heartbeats.
-fn members_changed(
-    nodes: Store<k8s_openapi::api::core::v1::Node>,
-) -> impl futures::Stream<Item = ()> + Send {
+fn members_changed(nodes: Store<CachedNode>) -> impl futures::Stream<Item = ()> + Send {
     let ticks = tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(NODE_CHECK));
     ticks
         .scan(None, move |last: &mut Option<u64>, _| {
@@ -180,7 +179,7 @@ impl Plan {
         client: kube::Client,
         cloud: Arc<OpenStack>,
         metrics: Arc<Metrics>,
-        nodes: Store<Node>,
+        nodes: Store<CachedNode>,
     ) -> (Arc<ServiceContext<OpenStack>>, u16) {
         let recorder = Recorder::new(client.clone(), ServiceContext::<OpenStack>::reporter());
         let ctx = ServiceContext {
