@@ -8,23 +8,58 @@
 use k8s_openapi::api::core::v1::{NodeAddress, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::{ClusterResourceScope, Metadata, Resource};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::PROVIDED_NODE_IP;
 
 /// A Node with the fields the controllers read: the JSON shape of `v1.Node`, the rest of which
 /// is skipped while decoding. Watched, listed and patched through `Api<CachedNode>`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+///
+/// Decoding moves `metadata.labels` into a sorted list ([`CachedNode::labels`], which shadows
+/// `ResourceExt::labels`, and [`CachedNode::label`]): a BTreeMap of a node's dozen labels costs
+/// twice as much. `metadata.labels` itself is then always empty.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CachedNode {
-    /// Name, uid, resourceVersion, labels, annotations (trimmed by [`project`]).
-    #[serde(default)]
+    /// Name, uid, resourceVersion, annotations (trimmed by [`project`]); no labels.
     pub metadata: ObjectMeta,
     /// providerID and taints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<CachedSpec>,
     /// Addresses and conditions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<CachedStatus>,
+    /// The labels, sorted by key.
+    labels: Box<[(Box<str>, Box<str>)]>,
+}
+
+impl CachedNode {
+    /// The labels, sorted by key (`metadata.labels` as decoded).
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.labels.iter().map(|(k, v)| (&**k, &**v))
+    }
+
+    /// The value of label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        let found = self.labels.binary_search_by(|(k, _)| (**k).cmp(key)).ok()?;
+        Some(&self.labels[found].1)
+    }
+}
+
+impl<'de> Deserialize<'de> for CachedNode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Wire {
+            #[serde(default)]
+            metadata: ObjectMeta,
+            #[serde(default)]
+            spec: Option<CachedSpec>,
+            #[serde(default)]
+            status: Option<CachedStatus>,
+        }
+        let Wire { mut metadata, spec, status } = Wire::deserialize(deserializer)?;
+        // A BTreeMap iterates in key order: the list comes out sorted.
+        let labels = metadata.labels.take().unwrap_or_default().into_iter();
+        let labels = labels.map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str())).collect();
+        Ok(CachedNode { metadata, spec, status, labels })
+    }
 }
 
 /// `spec`: what initialization and the lifecycle check read.
@@ -82,9 +117,9 @@ impl Metadata for CachedNode {
     }
 }
 
-/// Keeps name, uid and resourceVersion (patch preconditions, events), labels (the service
-/// controller's node selectors, which a Service's annotation may name), kubelet's node-IP
-/// annotation, the deletion time, and of the conditions only `Ready`.
+/// Keeps name, uid and resourceVersion (patch preconditions, events), kubelet's node-IP
+/// annotation, the deletion time, and of the conditions only `Ready`. The labels stay whole
+/// (in [`CachedNode::labels`]): a Service's node-selector annotation may name any of them.
 pub(crate) fn project(node: &mut CachedNode) {
     let meta = std::mem::take(&mut node.metadata);
     let annotations = meta.annotations.map(|mut a| {
@@ -95,7 +130,6 @@ pub(crate) fn project(node: &mut CachedNode) {
         name: meta.name,
         uid: meta.uid,
         resource_version: meta.resource_version,
-        labels: meta.labels,
         annotations: annotations.filter(|a| !a.is_empty()),
         deletion_timestamp: meta.deletion_timestamp,
         ..ObjectMeta::default()
@@ -120,7 +154,8 @@ mod tests {
         let mut value = NodeFixture::tainted("w").provider_id("openstack:///abc").build();
         value["metadata"]["annotations"] =
             json!({PROVIDED_NODE_IP: "10.0.0.5", "node.alpha.kubernetes.io/ttl": "0"});
-        value["metadata"]["labels"] = json!({"kubernetes.io/hostname": "w"});
+        value["metadata"]["labels"] =
+            json!({"kubernetes.io/hostname": "w", "b.example/zone": "", "a.example/tier": "1"});
         value["metadata"]["uid"] = json!("u-1");
         value["metadata"]["resourceVersion"] = json!("42");
         value["status"] = json!({
@@ -137,7 +172,14 @@ mod tests {
         assert_eq!(node.name_any(), "w");
         assert_eq!(node.uid().as_deref(), Some("u-1"));
         assert_eq!(node.resource_version().as_deref(), Some("42"));
-        assert_eq!(node.labels()["kubernetes.io/hostname"], "w");
+        let labels: Vec<_> = node.labels().collect();
+        let sorted =
+            [("a.example/tier", "1"), ("b.example/zone", ""), ("kubernetes.io/hostname", "w")];
+        assert_eq!(labels, sorted);
+        assert_eq!(node.label("kubernetes.io/hostname"), Some("w"));
+        assert_eq!(node.label("b.example/zone"), Some(""));
+        assert_eq!(node.label("kubernetes.io/os"), None);
+        assert!(node.metadata.labels.is_none());
         assert_eq!(node.annotations().keys().collect::<Vec<_>>(), [PROVIDED_NODE_IP]);
         assert!(has_taint(&node, UNINITIALIZED_TAINT) && is_ready(&node));
         assert!(lookup(&node, None).is_ok());

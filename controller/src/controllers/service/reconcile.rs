@@ -106,7 +106,7 @@ pub(crate) fn node_view(node: &CachedNode) -> NodeView {
         name: node.name_any(),
         ready: is_ready(node),
         deleting: node.metadata.deletion_timestamp.is_some(),
-        labels: node.labels().clone(),
+        labels: node.labels().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
         internal_ip,
     }
 }
@@ -477,5 +477,22 @@ mod tests {
         assert_eq!(ingress(&tcp, "192.0.2.7")[0]["ip"], "192.0.2.7");
         let annotated = Settings { hostname: Some("lb.example.com".into()), ..named };
         assert_eq!(ingress(&annotated, "192.0.2.7"), json!([{"hostname": "lb.example.com"}]));
+    }
+
+    #[test]
+    fn a_node_view_carries_every_label_of_the_cached_node() {
+        let node: CachedNode = serde_json::from_value(json!({
+            "metadata": {"name": "w", "labels": {"node.kubernetes.io/exclude-from-external-load-balancers": "",
+                "disk": "ssd"}},
+            "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
+                "conditions": [{"type": "Ready", "status": "True"}]},
+        }))
+        .unwrap();
+        let view = node_view(&node);
+        let labels: Vec<(&str, &str)> =
+            view.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(labels, [("disk", "ssd"), (desired::EXCLUDE_LABEL, "")]);
+        assert!(view.ready && !view.deleting);
+        assert_eq!(view.internal_ip.as_deref(), Some("10.0.0.5"));
     }
 }
