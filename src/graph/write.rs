@@ -290,7 +290,6 @@ fn create_dirs(
         journal.created_dirs.push(p.clone());
         present.insert(p);
     }
-    present.insert(path.to_owned());
     Ok(())
 }
 

@@ -87,6 +87,10 @@ impl Cloud for FakeCloud {
     }
 
     async fn ports(&self, devices: Option<&[String]>) -> Result<Vec<Port>> {
+        // As the trait says: no request for an empty list of servers.
+        if devices.is_some_and(<[String]>::is_empty) {
+            return Ok(Vec::new());
+        }
         self.listed(if devices.is_some() { "ports of servers" } else { "ports" })?;
         let all = self.instances.lock().unwrap();
         let wanted = |i: &&Instance| devices.is_none_or(|d| d.contains(&i.server.id));

@@ -46,12 +46,20 @@ impl Outcome {
 
 /// Checks one node with its own server lookup.
 pub async fn check<C: Cloud>(ctx: &Context<C>, node: &CachedNode) -> Result<Outcome> {
-    if is_ready(node) {
-        return untaint(ctx, node).await;
+    check_with(ctx, node, None).await
+}
+
+/// A Ready node loses the shutdown taint; a NotReady one is checked against the listing
+/// (`None`: no listing, its own lookup).
+async fn check_with<C: Cloud>(
+    ctx: &Context<C>,
+    node: &CachedNode,
+    listing: Option<&cloud::Result<Listing>>,
+) -> Result<Outcome> {
+    match is_ready(node) {
+        true => untaint(ctx, node).await,
+        false => check_listed(ctx, node, listing).await,
     }
-    let how = lookup(node, ctx.cloud.region().as_deref())?;
-    let status = ctx.cloud.server(&how).await.map(|s| s.status);
-    act(ctx, node, status).await
 }
 
 /// A Ready node loses the shutdown taint.
@@ -132,19 +140,20 @@ impl Listing {
     }
 }
 
-/// Checks one NotReady node against the listing (`None`: the listing failed).
+/// Checks one NotReady node against the listing (`None`: no listing was made).
 async fn check_listed<C: Cloud>(
     ctx: &Context<C>,
     node: &CachedNode,
     listing: Option<&cloud::Result<Listing>>,
 ) -> Result<Outcome> {
     let how = lookup(node, ctx.cloud.region().as_deref())?;
-    let status = match listing {
-        Some(Ok(listing)) => match listing.status(&how) {
-            Some(status) => Ok(status),
-            None => ctx.cloud.server(&how).await.map(|s| s.status),
-        },
-        Some(Err(error)) => Err(error.clone()),
+    let listed = match listing {
+        Some(Ok(listing)) => listing.status(&how).map(Ok),
+        Some(Err(error)) => Some(Err(error.clone())),
+        None => None,
+    };
+    let status = match listed {
+        Some(status) => status,
         None => ctx.cloud.server(&how).await.map(|s| s.status),
     };
     act(ctx, node, status).await
@@ -158,11 +167,7 @@ pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<CachedNode>]) {
         false => None,
     };
     for node in nodes {
-        let result = match is_ready(node) {
-            true => untaint(ctx, node).await,
-            false => check_listed(ctx, node, listing.as_ref()).await,
-        };
-        match result {
+        match check_with(ctx, node, listing.as_ref()).await {
             Ok(outcome) => {
                 ctx.metrics.reconcile(ControllerName::CloudNodeLifecycle, outcome.label())
             }

@@ -167,10 +167,8 @@ async fn incremental<C: Cloud>(
         }
     }
     let ids: Vec<String> = matched.iter().map(|(_, s)| s.id.clone()).collect();
-    let ports = match ids.is_empty() {
-        true => Vec::new(),
-        false => ctx.cloud.ports(Some(&ids)).await.map_err(cloud_error)?,
-    };
+    // No request when no node's server changed (`Cloud::ports` asks for none then).
+    let ports = ctx.cloud.ports(Some(&ids)).await.map_err(cloud_error)?;
     let mut by_device = group(ports);
     let work: Vec<(&CachedNode, Instance)> = matched
         .into_iter()
