@@ -126,8 +126,13 @@ pub fn parse(text: &str, file: &str, defaults: &Defaults) -> Result<Loaded> {
             column: err.column,
             message: err.message,
         })?;
-    let schema = schema::known_fields::<InstallConfig>();
-    let warnings: Vec<String> = unknown.iter().map(|field| field.warning(file, &schema)).collect();
+    // The schema (a walk of the whole model) only serves suggestions for unknown fields.
+    let warnings: Vec<String> = if unknown.is_empty() {
+        Vec::new()
+    } else {
+        let schema = schema::known_fields::<InstallConfig>();
+        unknown.iter().map(|field| field.warning(file, &schema)).collect()
+    };
     // An empty file is an empty config: validation then names every required field.
     let mut config = config.unwrap_or_default();
     defaults::apply(&mut config, defaults);
