@@ -8,6 +8,9 @@
 #                              controller at scale (cargo bench --bench scale: the real binary
 #                              against an OpenStack replay and the fake API server, N = 20,
 #                              1,000 and 5,000 nodes; about 3 minutes)
+#   scripts/bench.sh --generator
+#                              only the wall time and peak RSS rows (no divan, no controller);
+#                              CCM_BENCH_EXAMPLES=openstack,aws picks examples (default: all)
 #   scripts/bench.sh --quick   CI: checks that every benchmark still executes (debug build, one
 #                              run each, no figures; the controller at N = 20)
 #   scripts/bench.sh --real    only the controller, against the real Keystone, Nova (FakeDriver)
@@ -32,12 +35,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-quick="" real="" lb=""
+quick="" real="" lb="" generator=""
 for arg in "$@"; do
   case $arg in
   --quick) quick=1 ;;
   --real) real=1 ;;
   --lb) lb=1 ;;
+  --generator) generator=1 ;;
   *)
     echo "bench.sh: unknown argument '$arg' (see the head of $0)" >&2
     exit 2
@@ -82,8 +86,26 @@ need() { # command, Debian package
 }
 need /usr/bin/time time
 
-work=$(mktemp -d)
+# The generator's rows run in a directory on tmpfs (/dev/shm) unless CCM_BENCH_DIR names another
+# parent: they measure the generator, not the disk's recent history. ext4 without a journal (the
+# root file system of this project's CI machines) skips, when it allocates an inode, every inode
+# of the group deleted in the last 1 to 6 minutes, reading each one's inode table block: after
+# one series has deleted its ~1,900 files, a cold run there takes 12 ms instead of 3.8, after two
+# 21 ms (BENCHMARKS.md, Generator). For the same reason a run's previous output is moved aside,
+# never deleted, until the benchmarks end.
+parent=${CCM_BENCH_DIR:-}
+if [ -z "$parent" ]; then
+  parent=${TMPDIR:-/tmp}
+  if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ -w /dev/shm ]; then
+    parent=/dev/shm
+  fi
+fi
+work=$(mktemp -d -p "$parent" ccm-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+mkdir "$work/aside"
+aside() { # path; prints a prepare command that moves it aside if it exists
+  printf '[ ! -e %s ] || mv %s %s/aside/$EPOCHREALTIME' "$1" "$1" "$work"
+}
 
 if [ -n "$quick" ]; then
   cargo test --locked --bench generator -q
@@ -126,20 +148,27 @@ cp tests/fixtures/credentials/aws-credentials "$home/.aws/credentials"
 cp tests/fixtures/credentials/osServicePrincipal.json "$home/.azure/"
 cp tests/fixtures/credentials/osServiceAccount.json "$home/.gcp/"
 
-[ -z "$quick" ] && printf '| command | mean wall | max wall | peak RSS |\n|---|---|---|---|\n'
+if [ -z "$quick" ]; then
+  printf '# Generator, in %s (%s)\n\n' "$parent" "$(stat -f -c %T "$work")"
+  printf '| command | mean wall | max wall | peak RSS |\n|---|---|---|---|\n'
+fi
 for example in assets/examples/*/; do
+  case ",${CCM_BENCH_EXAMPLES:-$(basename "$example")}," in
+  *",$(basename "$example"),"*) ;;
+  *) continue ;;
+  esac
   name=$(basename "$example")
   dir=$work/$name
   env=(env "HOME=$home" "IC_API_KEY=example-ibm-key")
   [ -f "$example/clouds.yaml" ] && env+=("OS_CLIENT_CONFIG_FILE=$dir/clouds.yaml")
   create="${env[*]} $bin --log-level error create manifests --dir $dir --offline --infra-id demo-x7k2p"
   create+=" --ibm-account-id 0123456789abcdef0123456789abcdef"
-  measure "create manifests ($name, cold dir)" "rm -rf $dir && cp -r $example $dir" "$create"
+  measure "create manifests ($name, cold dir)" "$(aside "$dir") && cp -r $example $dir" "$create"
   measure "create manifests ($name, no-op rerun)" "true" "$create"
-  measure "render ($name)" "rm -rf $dir/out" "$bin --log-level error render --asset-dir $dir --dest-dir $dir/out"
+  measure "render ($name)" "$(aside "$dir/out")" "$bin --log-level error render --asset-dir $dir --dest-dir $dir/out"
 done
 
-if [ -z "$quick" ]; then
+if [ -z "$quick$generator" ]; then
   cargo bench --locked --bench generator
   printf '\n# Controller at scale (load: %s)\n\n' "$(uptime | sed 's/.*load average/load average/')"
   cargo bench --locked -q -p openstack-cloud-controller-manager --bench scale
