@@ -108,10 +108,12 @@ aside() { # path; prints a prepare command that moves it aside if it exists
 }
 
 if [ -n "$quick" ]; then
-  cargo test --locked --bench generator -q
-  # Without `--bench`, the scale benchmark runs once at N = 20 with short periods.
-  cargo test --locked -q -p openstack-cloud-controller-manager --bench scale >/dev/null
-  printf 'ok  controller scale (N = 20)\n'
+  if [ -z "$generator" ]; then
+    cargo test --locked --bench generator -q
+    # Without `--bench`, the scale benchmark runs once at N = 20 with short periods.
+    cargo test --locked -q -p openstack-cloud-controller-manager --bench scale >/dev/null
+    printf 'ok  controller scale (N = 20)\n'
+  fi
   bin=target/debug/ccm-assets
   cargo build --locked -q --bin ccm-assets
 else
