@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use fake_kube_apiserver::{FakeApiServer, Options};
+use tokio::signal::unix::{SignalKind, signal};
 
 /// A fake Kubernetes API server for tests: real HTTP and JSON, in memory.
 ///
@@ -51,6 +52,10 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(args: Args) -> std::io::Result<()> {
+    // Handlers first: whoever reads the URL may signal at once, and a signal that comes before
+    // its handler takes the process down with the default action (status 143, not 0).
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let options = Options {
         history: args.history,
@@ -60,10 +65,9 @@ async fn serve(args: Args) -> std::io::Result<()> {
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{}", server.url())?;
     stdout.flush()?;
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         result = run => result,
-        _ = tokio::signal::ctrl_c() => Ok(()),
+        _ = interrupt.recv() => Ok(()),
         _ = terminate.recv() => Ok(()),
     }
 }
