@@ -104,6 +104,7 @@ work=$(mktemp -d -p "$parent" ccm-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/aside"
 aside() { # path; prints a prepare command that moves it aside if it exists
+  # shellcheck disable=SC2016 # $EPOCHREALTIME is for the prepare command's shell, each run
   printf '[ ! -e %s ] || mv %s %s/aside/$EPOCHREALTIME' "$1" "$1" "$work"
 }
 
