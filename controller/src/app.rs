@@ -42,6 +42,9 @@ const RELOAD_PERIOD: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs until a signal (Ok) or until any long-running task ends (Err).
 pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
+    // Listening before anything else: a SIGTERM that came before its handler would end the
+    // process by the default action, with the lease perhaps taken and never released.
+    let shutdown = Shutdown::listen().context("cannot listen for SIGTERM and SIGINT")?;
     check_flags(&flags);
     let controllers = flags.controllers();
     // Every field named: a new flag that `run` does not use fails the build.
@@ -116,7 +119,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         service,
     };
     spawn_controllers(&mut tasks, Clients { kube: client, cloud, metrics }, plan, leading);
-    supervise(tasks, release).await
+    supervise(tasks, release, shutdown).await
 }
 
 /// Warns about what the command line asked for and this binary does not do.
@@ -366,6 +369,7 @@ fn spawn_controllers(
 async fn supervise(
     mut tasks: JoinSet<Task>,
     release: Option<leader::Elector>,
+    mut shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     tokio::select! {
         joined = tasks.join_next() => {
@@ -379,7 +383,7 @@ async fn supervise(
                 Ok(()) => bail!("{name} stopped unexpectedly"),
             }
         }
-        () = shutdown_signal() => {
+        () = shutdown.wait() => {
             tracing::info!("signal received; shutting down");
             tasks.abort_all();
             if let Some(elector) = release
@@ -392,23 +396,36 @@ async fn supervise(
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// SIGTERM and SIGINT, listened for from the start of [`run`] (a signal that arrives before
+/// [`Shutdown::wait`] is polled is kept for it).
+struct Shutdown {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending().await,
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+    fn listen() -> std::io::Result<Shutdown> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Shutdown {
+                terminate: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+            })
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+        #[cfg(not(unix))]
+        Ok(Shutdown {})
+    }
+
+    async fn wait(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

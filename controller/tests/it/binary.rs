@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use fake_kube_apiserver::FakeApiServer;
 
-use crate::support::{BIN, free_port, https, start_ccm};
+use crate::support::{BIN, Process, free_port, https, start_ccm};
 
 #[test]
 fn unknown_flag_fails_naming_it() {
@@ -38,15 +38,35 @@ fn check_config_prints_redacted_config_and_exits_by_validity() {
     assert!(stderr.contains("[Metadata] request-timeout: \"60\" is not a duration"), "{stderr}");
 }
 
-#[tokio::test]
-async fn keystone_unreachable_at_start_keeps_the_process_up_and_not_ready() {
+/// The binary against a fake API server, its Keystone a port where nothing listens and its
+/// password `fixture-pass-4711` (which must never reach the log).
+async fn start_with_keystone_down(
+    extra: &[&str],
+) -> (FakeApiServer, Process, u16, tempfile::TempDir) {
     let fake = FakeApiServer::start().await.unwrap();
     let keystone = free_port();
     let conf = format!(
         "[Global]\nauth-url = http://127.0.0.1:{keystone}/v3\nusername = u\npassword = fixture-pass-4711\ntenant-name = p\n"
     );
-    let (mut process, port, _dir) =
-        start_ccm(&fake.url(), &conf, &["--leader-elect-retry-period=100ms"]);
+    let (process, port, dir) = start_ccm(&fake.url(), &conf, extra);
+    (fake, process, port, dir)
+}
+
+#[tokio::test]
+async fn sigterm_during_start_up_is_a_clean_exit() {
+    // Signalled as soon as the configuration is read, before the server, the clients and the
+    // leader election are started: the handlers were installed only after all of that, and
+    // such a SIGTERM ended the process by the default action.
+    let (_fake, mut process, _port, _dir) = start_with_keystone_down(&[]).await;
+    let code = process.terminate_on("configuration loaded").await;
+    assert_eq!(code, Some(0), "log:\n{}", process.log());
+    process.wait_line("signal received; shutting down", Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn keystone_unreachable_at_start_keeps_the_process_up_and_not_ready() {
+    let (fake, mut process, port, _dir) =
+        start_with_keystone_down(&["--leader-elect-retry-period=100ms"]).await;
     process.wait_line("cannot authenticate to OpenStack", Duration::from_secs(20)).await;
     process.wait_line("acquired lease", Duration::from_secs(20)).await;
     let client = https();

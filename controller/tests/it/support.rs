@@ -91,6 +91,27 @@ impl Process {
         exit.expect("the process exits after SIGTERM").unwrap().code()
     }
 
+    /// Sends SIGTERM as soon as a stderr line contains `needle` and waits (bounded) for the exit
+    /// code (`None`: ended by the signal itself). A shell already waiting sends it (`kill` is a
+    /// builtin), within microseconds of the line.
+    pub(crate) async fn terminate_on(&mut self, needle: &str) -> Option<i32> {
+        let pid = self.child.id().expect("the process is running");
+        let mut killer = Command::new("sh")
+            .args(["-c", "read pid && kill -s TERM \"$pid\""])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = killer.stdin.take().unwrap();
+        self.wait_line(needle, Duration::from_secs(20)).await;
+        tokio::io::AsyncWriteExt::write_all(&mut stdin, format!("{pid}\n").as_bytes())
+            .await
+            .unwrap();
+        drop(stdin);
+        assert!(killer.wait().await.unwrap().success());
+        let exit = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
+        exit.expect("the process exits after SIGTERM").unwrap().code()
+    }
+
     pub(crate) fn log(&self) -> String {
         self.lines.lock().unwrap().join("\n")
     }
