@@ -7,7 +7,7 @@
 //! so that a test of another package runs the current one.
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex, Once, mpsc};
 use std::time::Duration;
@@ -39,6 +39,68 @@ pub fn server_binary() -> PathBuf {
     target.join("debug/fake-kube-apiserver")
 }
 
+/// Starts a fake-kube-apiserver `binary` on a free port of 127.0.0.1: the child (kill it by
+/// its PID) and the URL it printed first, read within a minute.
+pub fn start_server(binary: &Path) -> (Child, String) {
+    let mut child = Command::new(binary)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("fake-kube-apiserver starts");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let url = match rx.recv_timeout(LIMIT) {
+        Ok(line) => line.trim().to_owned(),
+        Err(_) => {
+            let _ = child.kill();
+            panic!("fake-kube-apiserver printed no URL within {LIMIT:?}");
+        }
+    };
+    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+    (child, url)
+}
+
+/// kubectl against `url`, its home (config, cache) in `home` whatever the user's is.
+pub fn kubectl_command(url: &str, home: &Path) -> Command {
+    let mut cmd = Command::new(kubectl_path());
+    cmd.arg("--server").arg(url).arg("--cache-dir").arg(home.join("cache"));
+    cmd.env("HOME", home).env_remove("KUBECONFIG");
+    cmd
+}
+
+/// Runs `cmd` (with `stdin`) to completion within a minute, its output captured, killing it
+/// by its PID if it hangs.
+pub fn run_bounded(mut cmd: Command, stdin: Option<&str>) -> Output {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| {
+        panic!(
+            "cannot run {:?} ({e}): run scripts/test-tools.sh, or set KUBECTL",
+            cmd.get_program()
+        )
+    });
+    if let Some(text) = stdin {
+        child.stdin.take().expect("stdin").write_all(text.as_bytes()).expect("write stdin");
+    }
+    drop(child.stdin.take());
+    let (tx, rx) = mpsc::channel();
+    let id = child.id();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(output) => output.expect("the output"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &id.to_string()]).status();
+            panic!("{:?} did not finish within {LIMIT:?}", cmd.get_args().collect::<Vec<_>>());
+        }
+    }
+}
+
 struct Running {
     child: Child,
 }
@@ -62,21 +124,8 @@ pub struct Cluster {
 impl Cluster {
     /// Starts `fake-kube-apiserver --listen 127.0.0.1:0` and reads its URL (its first line).
     pub fn start() -> Cluster {
-        let mut child = Command::new(server_binary())
-            .args(["--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("fake-kube-apiserver starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
+        let (child, url) = start_server(&server_binary());
         let server = Running { child };
-        let url = rx.recv_timeout(LIMIT).expect("the URL is printed first").trim().to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
         let home = Arc::new(tempfile::tempdir().expect("a home for kubectl"));
         Cluster { url, home, _server: Arc::new(Mutex::new(server)) }
     }
@@ -88,28 +137,9 @@ impl Cluster {
 
     /// Runs kubectl with `args` (and `stdin`), bounded; the output, successful or not.
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut cmd = Command::new(kubectl_path());
-        cmd.arg("--server").arg(&self.url);
-        cmd.arg("--cache-dir").arg(self.home.path().join("cache"));
-        cmd.args(args).env("HOME", self.home.path()).env_remove("KUBECONFIG");
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("kubectl runs");
-        if let Some(text) = stdin {
-            child.stdin.take().expect("stdin").write_all(text.as_bytes()).expect("kubectl stdin");
-        }
-        drop(child.stdin.take());
-        let (tx, rx) = mpsc::channel();
-        let id = child.id();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        match rx.recv_timeout(LIMIT) {
-            Ok(output) => output.expect("kubectl output"),
-            Err(_) => {
-                let _ = Command::new("kill").args(["-KILL", &id.to_string()]).status();
-                panic!("kubectl {args:?} did not finish within {LIMIT:?}");
-            }
-        }
+        let mut cmd = kubectl_command(&self.url, self.home.path());
+        cmd.args(args);
+        run_bounded(cmd, stdin)
     }
 
     /// Runs kubectl and requires success; its stdout.

@@ -2,19 +2,15 @@
 //! `$CCM_TEST_TOOLS/bin`; `KUBECTL` names another) against the `fake-kube-apiserver` binary.
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
+use testkit::cluster;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// kubectl: `$KUBECTL`, else the one scripts/test-tools.sh installs (missing: the test fails).
-fn kubectl_path() -> PathBuf {
-    std::env::var_os("KUBECTL").map_or_else(|| testkit::tools::path("bin/kubectl"), PathBuf::from)
-}
 
 /// The binary as a child process; killed (by its own PID) when dropped.
 struct Server {
@@ -25,34 +21,20 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fake-kube-apiserver"))
-            .args(["--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("fake-kube-apiserver starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let url = rx.recv_timeout(WAIT).expect("the URL is printed first").trim().to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+        let binary = Path::new(env!("CARGO_BIN_EXE_fake-kube-apiserver"));
+        let (child, url) = cluster::start_server(binary);
         Server { child, url, home: tempfile::tempdir().unwrap() }
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(kubectl_path());
-        cmd.arg("--server").arg(&self.url);
-        cmd.arg("--cache-dir").arg(self.home.path().join("cache"));
-        cmd.args(args).env("HOME", self.home.path()).env_remove("KUBECONFIG");
+        let mut cmd = cluster::kubectl_command(&self.url, self.home.path());
+        cmd.args(args);
         cmd
     }
 
     /// Runs kubectl (bounded) and requires success.
     fn kubectl(&self, args: &[&str]) -> String {
-        let output = bounded(self.command(args));
+        let output = cluster::run_bounded(self.command(args), None);
         assert!(
             output.status.success(),
             "kubectl {args:?}: {}\n{}",
@@ -79,25 +61,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// Runs `cmd` to completion within [`WAIT`], killing it (by its PID) if it hangs.
-fn bounded(mut cmd: Command) -> Output {
-    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| {
-        panic!("cannot run kubectl ({e}): run scripts/test-tools.sh, or set KUBECTL")
-    });
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(WAIT) {
-        Ok(output) => output.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-            panic!("kubectl did not finish within {WAIT:?}");
-        }
     }
 }
 
@@ -194,13 +157,15 @@ fn kubectl_creates_gets_labels_patches_and_deletes() {
     server.kubectl(&["patch", "node", "worker-0", "--type", "json", "-p", add]);
     assert_eq!(server.json(&["get", "node", "worker-0"])["spec"]["providerID"], "openstack:///x");
     let failing = r#"[{"op":"test","path":"/spec/providerID","value":"other"}]"#;
-    let output =
-        bounded(server.command(&["patch", "node", "worker-0", "--type", "json", "-p", failing]));
+    let output = cluster::run_bounded(
+        server.command(&["patch", "node", "worker-0", "--type", "json", "-p", failing]),
+        None,
+    );
     assert!(!output.status.success());
 
     server.kubectl(&["delete", "node", "worker-0"]);
     assert!(server.json(&["get", "nodes"])["items"].as_array().unwrap().is_empty());
-    let missing = bounded(server.command(&["get", "svc", "-n", "shop", "nope"]));
+    let missing = cluster::run_bounded(server.command(&["get", "svc", "-n", "shop", "nope"]), None);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("NotFound"), "{missing:?}");
 }
 
