@@ -224,7 +224,9 @@ pub(crate) fn taints(node: &CachedNode) -> Vec<Taint> {
 
 /// True when the node has a taint with this key.
 pub(crate) fn has_taint(node: &CachedNode, key: &str) -> bool {
-    taints(node).iter().any(|t| t.key == key)
+    // Read in place: every resync and lifecycle tick asks this of every node.
+    let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
+    taints.iter().any(|t| t.key == key)
 }
 
 /// Replaces the taint list with a merge patch guarded by the node's resourceVersion, so a

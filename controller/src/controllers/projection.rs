@@ -36,7 +36,7 @@ pub struct CachedNode {
 impl CachedNode {
     /// The labels, sorted by key (`metadata.labels` as decoded).
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
-        (0..self.labels.len()).map(|i| self.labels.pair(i))
+        self.labels.iter()
     }
 
     /// The value of label `key`.
@@ -83,6 +83,10 @@ impl Labels {
         (self.piece(2 * i), self.piece(2 * i + 1))
     }
 
+    fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        (0..self.len()).map(|i| self.pair(i))
+    }
+
     fn get(&self, key: &str) -> Option<&str> {
         let (mut low, mut high) = (0, self.len());
         while low < high {
@@ -99,7 +103,7 @@ impl Labels {
 
 impl fmt::Debug for Labels {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries((0..self.len()).map(|i| self.pair(i))).finish()
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use testkit::kube::kubeconfig;
+use testkit::signal::ArmedKill;
 use testkit::stack::StackEnv;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -87,27 +88,21 @@ impl Process {
         let status =
             std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
         assert!(status.success());
-        let exit = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
-        exit.expect("the process exits after SIGTERM").unwrap().code()
+        self.exit_code().await
     }
 
-    /// Sends SIGTERM as soon as a stderr line contains `needle` and waits (bounded) for the exit
-    /// code (`None`: ended by the signal itself). A shell already waiting sends it (`kill` is a
-    /// builtin), within microseconds of the line.
+    /// Sends SIGTERM as soon as a stderr line contains `needle` (within microseconds of it)
+    /// and waits (bounded) for the exit code (`None`: ended by the signal itself).
     pub(crate) async fn terminate_on(&mut self, needle: &str) -> Option<i32> {
         let pid = self.child.id().expect("the process is running");
-        let mut killer = Command::new("sh")
-            .args(["-c", "read pid && kill -s TERM \"$pid\""])
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = killer.stdin.take().unwrap();
+        let kill = ArmedKill::new("TERM");
         self.wait_line(needle, Duration::from_secs(20)).await;
-        tokio::io::AsyncWriteExt::write_all(&mut stdin, format!("{pid}\n").as_bytes())
-            .await
-            .unwrap();
-        drop(stdin);
-        assert!(killer.wait().await.unwrap().success());
+        kill.fire(pid);
+        self.exit_code().await
+    }
+
+    /// The exit code once the process ends after a SIGTERM, waited for 20 s at most.
+    async fn exit_code(&mut self) -> Option<i32> {
         let exit = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
         exit.expect("the process exits after SIGTERM").unwrap().code()
     }

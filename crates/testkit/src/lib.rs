@@ -8,6 +8,8 @@
 //!  create          `create manifests`: its command line, and the library run
 //!  kube            Node and Service fixtures, a kubeconfig for the fake API server
 //!  tls             a private CA, and TLS servers with a wrong certificate on purpose
+//!  cluster         the fake-kube-apiserver binary driven with real kubectl
+//!  signal          a signal sent the moment a test chooses, without the delay of kill(1)
 //! ```
 //!
 //! Helpers panic with a message that says how to fix the setup: a missing tool or stack fails
@@ -17,6 +19,7 @@ pub mod cluster;
 pub mod create;
 pub mod install_config;
 pub mod kube;
+pub mod signal;
 pub mod stack;
 pub mod tls;
 pub mod tools;

@@ -1,7 +1,7 @@
 //! Real kubectl (Debian's `kubernetes-client`, which scripts/test-tools.sh unpacks into
 //! `$CCM_TEST_TOOLS/bin`; `KUBECTL` names another) against the `fake-kube-apiserver` binary.
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use testkit::cluster;
+use testkit::signal::ArmedKill;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -215,18 +216,9 @@ fn sigterm_or_sigint_right_after_the_url_stops_the_server_with_status_zero() {
     // was printed lost this race about half the time (the default action, status 143).
     for name in ["TERM", "INT"] {
         for round in 0..10 {
-            // A shell already waiting signals within microseconds of its line (`kill` is a
-            // builtin); spawning kill(1) after the URL took long enough to hide the race.
-            let mut killer = Command::new("sh")
-                .args(["-c", "read pid && kill -s \"$0\" \"$pid\"", name])
-                .stdin(Stdio::piped())
-                .spawn()
-                .unwrap();
+            let kill = ArmedKill::new(name);
             let mut server = Server::start();
-            let mut stdin = killer.stdin.take().unwrap();
-            writeln!(stdin, "{}", server.child.id()).unwrap();
-            drop(stdin);
-            assert!(killer.wait().unwrap().success());
+            kill.fire(server.child.id());
             let (tx, rx) = mpsc::channel();
             let mut child =
                 std::mem::replace(&mut server.child, Command::new("true").spawn().unwrap());
