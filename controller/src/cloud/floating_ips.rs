@@ -13,6 +13,7 @@ pub(crate) struct FloatingIp {
     pub(crate) floating_ip_address: String,
     pub(crate) floating_network_id: String,
     pub(crate) port_id: Option<String>,
+    pub(crate) description: String,
     pub(crate) tags: Vec<String>,
 }
 

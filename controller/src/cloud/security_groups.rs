@@ -19,6 +19,7 @@ const ADDRESSES_PER_LISTING: usize = 100;
 pub(crate) struct SecurityGroup {
     pub(crate) id: String,
     pub(crate) name: String,
+    pub(crate) description: String,
     pub(crate) tags: Vec<String>,
     pub(crate) security_group_rules: Vec<Rule>,
 }
@@ -80,6 +81,12 @@ pub(crate) trait SecurityGroups: Send + Sync + 'static {
         description: &str,
         tags: &[String],
     ) -> impl Future<Output = Result<SecurityGroup>> + Send;
+    /// Replaces a group's tags.
+    fn tag_security_group(
+        &self,
+        id: &str,
+        tags: &[String],
+    ) -> impl Future<Output = Result<()>> + Send;
     /// Deletes a group (Neutron refuses while a port still carries it).
     fn delete_security_group(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
     /// Adds one rule to a group.
@@ -148,6 +155,12 @@ async fn ports(
     Ok(root.ports)
 }
 
+/// `PUT /security-groups/{id}/tags`: the whole tag list.
+async fn put_tags(session: &Session, id: &str, tags: &[String]) -> Result<(), osauth::Error> {
+    let body = json!({ "tags": tags });
+    session.put(NETWORK, &["security-groups", id, "tags"]).json(&body).send().await.map(drop)
+}
+
 impl SecurityGroups for OpenStack {
     async fn security_groups_named(&self, name: &str) -> Result<Vec<SecurityGroup>> {
         let what = format!("security groups named {name:?}");
@@ -170,10 +183,17 @@ impl SecurityGroups for OpenStack {
             let body = json!({"security_group": {"name": name, "description": description}});
             let root: GroupRoot = s.post(NETWORK, &["security-groups"]).json(&body).fetch().await?;
             let mut group = root.security_group;
-            let tags_body = json!({ "tags": tags });
-            s.put(NETWORK, &["security-groups", &group.id, "tags"]).json(&tags_body).send().await?;
+            put_tags(&s, &group.id, tags).await?;
             group.tags = tags.to_vec();
             Ok(group)
+        })
+        .await
+    }
+
+    async fn tag_security_group(&self, id: &str, tags: &[String]) -> Result<()> {
+        let what = format!("the tags of security group {id}");
+        self.call("network", "security_group_tag", &what, |s| async move {
+            put_tags(&s, id, tags).await
         })
         .await
     }

@@ -22,15 +22,16 @@ pub(crate) enum Change {
     DeletePool {
         pool_id: String,
     },
-    /// allowed_cidrs, connection limit or timeouts changed.
+    /// allowed_cidrs, connection limit, timeouts, name or tags changed.
     UpdateListener {
         listener_id: String,
         spec: ListenerSpec,
     },
-    /// The balancing method changed.
+    /// The balancing method or the name changed.
     UpdatePool {
         pool_id: String,
         lb_algorithm: String,
+        name: String,
     },
     /// The member set changed: one batch call sets it.
     ReplaceMembers {
@@ -48,6 +49,13 @@ pub(crate) enum Change {
     DeleteMonitor {
         monitor_id: String,
     },
+    /// The load balancer's own name, description and tags (adopting one another controller
+    /// made).
+    UpdateLoadBalancer {
+        name: String,
+        description: String,
+        tags: Vec<String>,
+    },
 }
 
 impl Change {
@@ -64,6 +72,7 @@ impl Change {
             Change::CreateMonitor { .. } => "monitor_create",
             Change::UpdateMonitor { .. } => "monitor_update",
             Change::DeleteMonitor { .. } => "monitor_delete",
+            Change::UpdateLoadBalancer { .. } => "loadbalancer_update",
         }
     }
 }
@@ -91,8 +100,8 @@ pub(crate) async fn apply(
         Change::UpdateListener { listener_id, spec } => {
             done(super::update_listener(session, listener_id, spec).await)
         }
-        Change::UpdatePool { pool_id, lb_algorithm } => {
-            done(super::update_pool(session, pool_id, lb_algorithm).await)
+        Change::UpdatePool { pool_id, lb_algorithm, name } => {
+            done(super::update_pool(session, pool_id, lb_algorithm, name).await)
         }
         Change::ReplaceMembers { pool_id, members } => {
             done(super::replace_members(session, pool_id, members).await)
@@ -105,6 +114,11 @@ pub(crate) async fn apply(
         }
         Change::DeleteMonitor { monitor_id } => {
             done(super::delete_monitor(session, monitor_id).await)
+        }
+        Change::UpdateLoadBalancer { name, description, tags } => {
+            let body = serde_json::json!({"loadbalancer":
+                {"name": name, "description": description, "tags": tags}});
+            done(super::update_load_balancer(session, load_balancer_id, &body).await)
         }
     }
 }

@@ -199,6 +199,8 @@ pub(crate) async fn update_listener(
     spec: &ListenerSpec,
 ) -> Result<(), osauth::Error> {
     let mut body = json!({
+        "name": spec.name,
+        "tags": spec.tags,
         // An empty list would mean "no source": send null for "every source".
         "allowed_cidrs": if spec.allowed_cidrs.is_empty() { Value::Null } else { json!(spec.allowed_cidrs) },
         "connection_limit": spec.connection_limit,
@@ -248,13 +250,14 @@ pub(crate) async fn create_pool(
     Ok(created.pool.unwrap_or_default().id)
 }
 
-/// `PUT /lbaas/pools/{id}` with a new `lb_algorithm`.
+/// `PUT /lbaas/pools/{id}` with its `lb_algorithm` and name.
 pub(crate) async fn update_pool(
     session: &Session,
     id: &str,
     lb_algorithm: &str,
+    name: &str,
 ) -> Result<(), osauth::Error> {
-    let body = json!({"pool": {"lb_algorithm": lb_algorithm}});
+    let body = json!({"pool": {"lb_algorithm": lb_algorithm, "name": name}});
     session.put(LOAD_BALANCER, &[LBAAS, "pools", id]).json(&body).send().await?;
     Ok(())
 }
@@ -289,13 +292,23 @@ pub(crate) async fn create_monitor(
     Ok(())
 }
 
-/// `PUT /lbaas/healthmonitors/{id}`: the timings (the type cannot change).
+/// `PUT /lbaas/loadbalancers/{id}` with `body` (name, description, tags).
+pub(crate) async fn update_load_balancer(
+    session: &Session,
+    id: &str,
+    body: &Value,
+) -> Result<(), osauth::Error> {
+    session.put(LOAD_BALANCER, &[LBAAS, "loadbalancers", id]).json(body).send().await?;
+    Ok(())
+}
+
+/// `PUT /lbaas/healthmonitors/{id}`: the name and timings (the type cannot change).
 pub(crate) async fn update_monitor(
     session: &Session,
     id: &str,
     spec: &MonitorSpec,
 ) -> Result<(), osauth::Error> {
-    let body = json!({"healthmonitor": {"delay": spec.delay, "timeout": spec.timeout,
+    let body = json!({"healthmonitor": {"name": spec.name, "delay": spec.delay, "timeout": spec.timeout,
         "max_retries": spec.max_retries, "max_retries_down": spec.max_retries_down}});
     session.put(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).json(&body).send().await?;
     Ok(())

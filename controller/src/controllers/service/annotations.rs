@@ -8,6 +8,9 @@ pub(crate) use crate::config::{FloatingSubnet, LbClass as Class};
 
 /// The upstream CCM's annotation prefix.
 const PREFIX: &str = "loadbalancer.openstack.org/";
+/// The annotation that names a Service's load balancer: upstream writes it on every Service it
+/// manages; users set it to share one.
+pub(crate) const LOAD_BALANCER_ID: &str = "loadbalancer.openstack.org/load-balancer-id";
 /// The legacy internal-LB annotation the upstream CCM still reads.
 pub(crate) const INTERNAL: &str = "service.beta.kubernetes.io/openstack-internal-load-balancer";
 

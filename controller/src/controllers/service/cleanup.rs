@@ -1,14 +1,18 @@
-//! Cleaning up after a Service: its listeners on a shared load balancer, or the load balancer
-//! it owns with its floating IP; nothing this controller did not create is touched.
+//! Cleaning up after a Service: its listeners on a shared load balancer, or its own load
+//! balancer (by the ownership rule: ours, or one upstream's CCM or the in-tree provider made for
+//! it) with the floating IP a controller made for it; nothing else is touched.
 
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::runtime::events::EventType;
 use serde_json::json;
 
-use super::annotations;
-use super::reconcile::{Foreign, converge, find_ours, write_ingress};
-use super::{Error, Result, ServiceContext, diff, floating, names, security_group, wait};
+use super::desired::ServiceId;
+use super::ownership::{self, Found};
+use super::reconcile::{converge, write_ingress};
+use super::{
+    Error, Result, ServiceContext, annotations, diff, floating, names, security_group, wait,
+};
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::LoadBalancerSpec;
 
@@ -20,25 +24,19 @@ pub(super) async fn cleanup<L: LoadBalancing>(
 ) -> Result<()> {
     let settings =
         annotations::settings_for_cleanup(service.annotations(), &ctx.defaults, &ctx.classes);
-    let lb_name = names::load_balancer(
-        &ctx.cluster,
-        &service.namespace().unwrap_or_default(),
-        &service.name_any(),
-    );
-    let found = match &settings.load_balancer_id {
-        Some(shared) => {
-            let doing = format!("looking up load balancer {shared}");
-            match ctx.cloud.load_balancer(shared).await {
-                Ok(lb) => Some(lb),
-                Err(e) if e.is_not_found() => None,
-                Err(source) => return Err(Error::Cloud { doing, source }),
-            }
-        }
-        None => find_ours(ctx.cloud.as_ref(), &lb_name, Foreign::Ignore).await?,
+    let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
+    let uid = service.metadata.uid.clone().unwrap_or_default();
+    let id = ServiceId { cluster: &ctx.cluster, namespace: &namespace, name: &name, uid: &uid };
+    let annotated = settings.load_balancer_id.as_deref();
+    let (found, own) = match ownership::find(ctx.cloud.as_ref(), &id, annotated).await?.0 {
+        Found::Own(lb, _) => (Some(lb), true),
+        Found::Shared(lb) => (Some(lb), false),
+        // Not the Service's: nothing of its own to delete, the Service may go.
+        Found::Foreign(_) | Found::Nothing => (None, false),
     };
     if let Some(lb) = found {
-        let id = lb.id.clone();
-        let note = format!("Deleting load balancer {id}");
+        let lb_id = lb.id.clone();
+        let note = format!("Deleting load balancer {lb_id}");
         ctx.event(service, EventType::Normal, "DeletingLoadBalancer", note).await;
         let lb = match lb.provisioning_status.as_str() {
             s if s.starts_with("PENDING_") => {
@@ -48,28 +46,26 @@ pub(super) async fn cleanup<L: LoadBalancing>(
         };
         let doing = format!("reading load balancer {}", lb.id);
         let tree = ctx.cloud.tree(lb.clone()).await.map_err(Error::cloud(doing))?;
-        let others = diff::services_on(&tree).into_iter().filter(|s| *s != lb_name).count();
-        let owned = names::is_ours(&lb.tags);
-        if owned && others == 0 {
-            // The last Service on a load balancer this controller made: it goes, with its
-            // floating IP (if ours).
-            floating::release_all(ctx.cloud.as_ref(), &lb, settings.keep_floating_ip).await?;
+        let tags = ownership::service_tags(&id);
+        let others = diff::services_on(&tree).into_iter().filter(|s| !tags.iter().any(|t| t == s));
+        if (own || names::is_ours(&lb.tags)) && others.count() == 0 {
+            // The last Service on its own load balancer, or on one this controller made for
+            // a Service since gone: it goes, with the floating IP a controller made for it.
+            floating::release_all(ctx.cloud.as_ref(), &lb, &id, settings.keep_floating_ip).await?;
             let doing = format!("deleting load balancer {}", lb.id);
             ctx.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
             wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
         } else {
-            // Shared with other Services, or not ours: only this Service's listeners go.
+            // Shared with other Services: only this Service's listeners go.
+            let lb_name = tags[0].clone();
             let spec = LoadBalancerSpec { name: lb_name, ..LoadBalancerSpec::default() };
-            converge(service, ctx, lb, &spec).await?;
+            converge(service, ctx, lb, &spec, &id, None).await?;
         }
-        let note = format!("Deleted load balancer {id}");
+        let note = format!("Deleted load balancer {lb_id}");
         ctx.event(service, EventType::Normal, "DeletedLoadBalancer", note).await;
     }
     // Looked for even with manage-security-groups off now: it may have been on before.
-    let uid = service.metadata.uid.clone().unwrap_or_default();
-    let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
-    let owner =
-        security_group::Owner { uid: &uid, namespace: &namespace, name: &name, load_balancer: "" };
+    let owner = security_group::Owner { service: &id, load_balancer: "" };
     security_group::delete(ctx.cloud.as_ref(), owner).await?;
     if service.metadata.deletion_timestamp.is_none() {
         write_ingress(service, ctx, json!([])).await?;

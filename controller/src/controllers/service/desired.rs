@@ -14,6 +14,8 @@ pub(crate) struct ServiceId<'a> {
     pub(crate) cluster: &'a str,
     pub(crate) namespace: &'a str,
     pub(crate) name: &'a str,
+    /// `metadata.uid` (the in-tree provider named load balancers after it).
+    pub(crate) uid: &'a str,
 }
 
 /// One port of the Service.
@@ -85,10 +87,7 @@ pub(crate) fn load_balancer(
         listeners.push(listener(index, &name, port, backends, source_ranges, settings)?);
     }
     Ok(LoadBalancerSpec {
-        description: names::cut(format!(
-            "Kubernetes external service {}/{} from cluster {}",
-            service.namespace, service.name, service.cluster
-        )),
+        description: names::description(service.cluster, service.namespace, service.name),
         tags: vec![name.clone(), names::OWNER_TAG.to_owned()],
         vip_port_id: vip.port_id.clone(),
         vip_subnet_id: vip.port_id.is_none().then(|| vip.subnet_id.clone()).flatten(),

@@ -2,9 +2,11 @@
 //! they already are. Pure: unit-tested without a network.
 //!
 //! Only listeners tagged with the Service's tag are this Service's (a shared load balancer
-//! holds other Services' listeners too, which are never touched). Listeners match by
-//! (protocol, port); members by (address, port); what Octavia cannot update in place (a
-//! listener's protocol, a pool's protocol, a monitor's type) is deleted and created again.
+//! holds other Services' listeners too, which are never touched), and, while the Service's own
+//! load balancer made by another controller is adopted, its untagged listeners named after it.
+//! Listeners match by (protocol, port); members by (address, port); what Octavia cannot update
+//! in place (a listener's protocol, a pool's protocol, a monitor's type) is deleted and created
+//! again; names and tags that differ from ours (an adopted tree's) are updated in place.
 
 use std::collections::BTreeSet;
 
@@ -28,13 +30,44 @@ pub(crate) fn services_on(tree: &Tree) -> BTreeSet<&str> {
     tags.map(String::as_str).filter(|t| t.starts_with(names::LOAD_BALANCER_PREFIX)).collect()
 }
 
-/// The calls that turn `actual` into `desired` for the Service tagged `service_tag`.
+/// Which listeners of a load balancer are the Service's.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mine<'a> {
+    /// The tags that name the Service (`ownership::service_tags`).
+    pub(crate) tags: &'a [String],
+    /// Adopting the Service's own load balancer of this name, made by another controller: its
+    /// listeners that name no Service and are named after it (upstream's `listener_<i>_<lb>`,
+    /// the in-tree provider's `listener_<lb>_<i>`) are the Service's too.
+    pub(crate) adopting: Option<&'a str>,
+}
+
+impl Mine<'_> {
+    fn owns(&self, listener: &Listener) -> bool {
+        if listener.tags.iter().any(|t| self.tags.contains(t)) {
+            return true;
+        }
+        let Some(lb) = self.adopting else { return false };
+        let names_a_service =
+            listener.tags.iter().any(|t| t.starts_with(names::LOAD_BALANCER_PREFIX));
+        !names_a_service && named_after(&listener.name, lb)
+    }
+}
+
+/// `listener_<digits>_<lb>` or `listener_<lb>_<digits>`.
+fn named_after(listener: &str, lb: &str) -> bool {
+    let Some(rest) = listener.strip_prefix("listener_") else { return false };
+    let index = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    rest.strip_suffix(lb).and_then(|r| r.strip_suffix('_')).is_some_and(index)
+        || rest.strip_prefix(lb).and_then(|r| r.strip_prefix('_')).is_some_and(index)
+}
+
+/// The calls that turn `actual` into `desired` for the Service whose listeners are `mine`.
 pub(crate) fn plan(
     desired: &[ListenerSpec],
     actual: &Tree,
-    service_tag: &str,
+    mine: Mine<'_>,
 ) -> Result<Vec<Op>, PortTaken> {
-    let mine = |l: &&Listener| l.tags.iter().any(|t| t == service_tag);
+    let mine = |l: &&Listener| mine.owns(l);
     let key = |protocol: &str, port: u16| (protocol.to_owned(), port);
     let mut ops = Vec::new();
     for want in desired {
@@ -66,8 +99,11 @@ pub(crate) fn plan(
 }
 
 fn listener_ops(want: &ListenerSpec, have: &Listener, tree: &Tree, ops: &mut Vec<Op>) {
-    if listener_changed(want, have) {
-        ops.push(Op::UpdateListener { listener_id: have.id.clone(), spec: want.clone() });
+    let tags = listener_tags(want, have);
+    let relabel = have.name != want.name || sorted(&tags) != sorted(&have.tags);
+    if relabel || listener_changed(want, have) {
+        let spec = ListenerSpec { tags, ..want.clone() };
+        ops.push(Op::UpdateListener { listener_id: have.id.clone(), spec });
     }
     let pool = have.default_pool_id.as_ref().and_then(|id| tree.pools.iter().find(|p| &p.id == id));
     let want_pool = &want.default_pool;
@@ -78,15 +114,34 @@ fn listener_ops(want: &ListenerSpec, have: &Listener, tree: &Tree, ops: &mut Vec
         ops.push(Op::CreatePool { listener_id: have.id.clone(), pool: want_pool.clone() });
         return;
     };
-    if pool.lb_algorithm != want_pool.lb_algorithm {
+    if pool.lb_algorithm != want_pool.lb_algorithm || pool.name != want_pool.name {
         let lb_algorithm = want_pool.lb_algorithm.clone();
-        ops.push(Op::UpdatePool { pool_id: pool.id.clone(), lb_algorithm });
+        let name = want_pool.name.clone();
+        ops.push(Op::UpdatePool { pool_id: pool.id.clone(), lb_algorithm, name });
     }
     if members_changed(&want_pool.members, members_of(tree, pool)) {
         let members = want_pool.members.clone();
         ops.push(Op::ReplaceMembers { pool_id: pool.id.clone(), members });
     }
     monitor_ops(want_pool.healthmonitor.as_ref(), monitor_of(tree, pool), pool, ops);
+}
+
+/// Our tags for the listener, then those of its own that name no Service (a user's).
+fn listener_tags(want: &ListenerSpec, have: &Listener) -> Vec<String> {
+    let mut tags = want.tags.clone();
+    for tag in &have.tags {
+        let ours = tag.starts_with(names::LOAD_BALANCER_PREFIX) || tag == names::OWNER_TAG;
+        if !ours && !tags.contains(tag) {
+            tags.push(tag.clone());
+        }
+    }
+    tags
+}
+
+fn sorted(tags: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = tags.iter().map(String::as_str).collect();
+    out.sort_unstable();
+    out
 }
 
 fn listener_changed(want: &ListenerSpec, have: &Listener) -> bool {
@@ -148,7 +203,8 @@ fn monitor_ops(
         }
         (Some(want), Some(have)) => {
             let same = (want.delay, want.timeout, want.max_retries, want.max_retries_down)
-                == (have.delay, have.timeout, have.max_retries, have.max_retries_down);
+                == (have.delay, have.timeout, have.max_retries, have.max_retries_down)
+                && want.name == have.name;
             if !same {
                 ops.push(Op::UpdateMonitor { monitor_id: have.id.clone(), monitor: want.clone() });
             }

@@ -1,9 +1,11 @@
 //! The floating IP of an external load balancer: the one already on its VIP port, the user's
-//! (`spec.loadBalancerIP`), or one allocated and tagged as ours; released only if ours.
+//! (`spec.loadBalancerIP`), or one allocated and tagged as ours; released only if a controller
+//! made it for the Service (ours, or upstream's by its description), a user's only detached.
 
 use super::annotations::Settings;
+use super::desired::ServiceId;
 use super::floating_subnet::Matcher;
-use super::{Error, Result, names};
+use super::{Error, Result, names, ownership};
 use crate::cloud::floating_ips::{FloatingIp, FloatingIpSpec};
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::LoadBalancer;
@@ -20,12 +22,13 @@ async fn on_vip<L: LoadBalancing>(cloud: &L, lb: &LoadBalancer) -> Result<Vec<Fl
 pub(crate) async fn ensure<L: LoadBalancing>(
     cloud: &L,
     lb: &LoadBalancer,
+    service: &ServiceId<'_>,
     settings: &Settings,
     requested: Option<&str>,
 ) -> Result<Option<String>> {
     let attached = on_vip(cloud, lb).await?;
     if settings.internal {
-        release(cloud, &attached, settings.keep_floating_ip).await?;
+        release(cloud, &attached, service, settings.keep_floating_ip).await?;
         return Ok(None);
     }
     if let Some(fip) =
@@ -34,7 +37,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         return Ok(Some(fip.floating_ip_address.clone()));
     }
     // Attached but not the address asked for: let go of it first.
-    release(cloud, &attached, settings.keep_floating_ip).await?;
+    release(cloud, &attached, service, settings.keep_floating_ip).await?;
     if let Some(address) = requested {
         let filter = [("floating_ip_address", address.to_owned())];
         let doing = format!("looking up floating IP {address}");
@@ -118,21 +121,27 @@ async fn candidate_subnets<L: LoadBalancing>(
     Ok(chosen)
 }
 
-/// Before the load balancer goes: our floating IPs are released (unless `keep`), a user's are
-/// only detached.
+/// Before the load balancer goes: the floating IPs a controller made for the Service are
+/// released (unless `keep`), a user's are only detached.
 pub(crate) async fn release_all<L: LoadBalancing>(
     cloud: &L,
     lb: &LoadBalancer,
+    service: &ServiceId<'_>,
     keep: bool,
 ) -> Result<()> {
     let attached = on_vip(cloud, lb).await?;
-    release(cloud, &attached, keep).await
+    release(cloud, &attached, service, keep).await
 }
 
-async fn release<L: LoadBalancing>(cloud: &L, fips: &[FloatingIp], keep: bool) -> Result<()> {
+async fn release<L: LoadBalancing>(
+    cloud: &L,
+    fips: &[FloatingIp],
+    service: &ServiceId<'_>,
+    keep: bool,
+) -> Result<()> {
     for fip in fips {
-        // Only floating IPs this controller allocated are ever released.
-        if names::is_ours(&fip.tags) && !keep {
+        // Only floating IPs a controller allocated for the Service are ever released.
+        if ownership::floating_ip_is_own(fip, service) && !keep {
             let doing = format!("releasing floating IP {}", fip.floating_ip_address);
             cloud.delete_floating_ip(&fip.id).await.map_err(Error::cloud(doing))?;
         } else {

@@ -15,6 +15,8 @@ pub(crate) mod diff;
 pub(crate) mod floating;
 mod floating_subnet;
 pub(crate) mod names;
+pub(crate) mod notice;
+pub(crate) mod ownership;
 pub(crate) mod reconcile;
 pub(crate) mod run;
 pub(crate) mod security_group;
@@ -45,6 +47,11 @@ pub(crate) enum Error {
     /// Something about the Service or its load balancer prevents building it.
     #[error("{0}")]
     Invalid(String),
+    /// The Service is left alone until someone changes something (a load balancer with its
+    /// name that is not its own, a shared one that is full, a port another Service holds):
+    /// told once per change as a Warning Event with `reason`, not once per retry.
+    #[error("{message}")]
+    LeftAlone { reason: &'static str, message: String },
     /// OpenStack failed.
     #[error("{doing}")]
     Cloud {
@@ -75,6 +82,7 @@ impl Error {
         match self {
             Error::Settings(_) => "settings",
             Error::Invalid(_) => "invalid",
+            Error::LeftAlone { .. } => "left_alone",
             Error::Cloud { source, .. } => source.kind().as_str(),
             Error::Wait(wait::WaitError::Failed { .. }) => "lb_error",
             Error::Wait(wait::WaitError::Pending { .. }) => "lb_pending",
@@ -112,6 +120,8 @@ pub(crate) struct ServiceContext<L> {
     pub(crate) resync: std::time::Duration,
     /// What the last full reconcile of each Service left (the resync's read cache).
     pub(crate) converged: converged::Converged,
+    /// What each Service was last told about being left alone.
+    pub(crate) notices: notice::Notices,
 }
 
 impl<L> std::fmt::Debug for ServiceContext<L> {
@@ -124,6 +134,26 @@ impl<L> ServiceContext<L> {
     /// The event reporter of the upstream service controller.
     pub(crate) fn reporter() -> Reporter {
         Reporter { controller: "service-lb-controller".into(), instance: None }
+    }
+
+    /// Tells why the Service is left alone (or waits), once per change: a log line at the
+    /// default level and an Event, only when `note` differs from what it was last told.
+    pub(crate) async fn notice(
+        &self,
+        service: &Service,
+        type_: EventType,
+        reason: &'static str,
+        note: String,
+    ) {
+        let key = run::key(service);
+        if !self.notices.is_news(&key, reason, &note) {
+            return;
+        }
+        match type_ {
+            EventType::Warning => tracing::warn!(service = %key, reason, "{note}"),
+            EventType::Normal => tracing::info!(service = %key, reason, "{note}"),
+        }
+        self.event(service, type_, reason, note).await;
     }
 
     /// Records an Event on the Service; failures are logged, never fatal.

@@ -18,6 +18,10 @@ pub(crate) const OWNER_TAG: &str = "kube_managed_by_openstack-cloud-controller-m
 /// How every load-balancer name (and so every Service's tag) begins.
 pub(crate) const LOAD_BALANCER_PREFIX: &str = "kube_service_";
 
+/// Upstream's `--cluster-name` default, the cluster component of the load balancers an
+/// upstream CCM made without the flag.
+pub(crate) const DEFAULT_CLUSTER: &str = "kubernetes";
+
 /// True when `tags` hold [`OWNER_TAG`]: this controller created the object.
 pub(crate) fn is_ours(tags: &[String]) -> bool {
     tags.iter().any(|t| t == OWNER_TAG)
@@ -36,6 +40,32 @@ pub(crate) fn load_balancer(cluster: &str, namespace: &str, name: &str) -> Strin
     let mut short = full;
     truncate(&mut short, MAX - 1 - hash.len());
     format!("{short}_{hash}")
+}
+
+/// The description upstream (and this controller) gives a Service's load balancer.
+pub(crate) fn description(cluster: &str, namespace: &str, name: &str) -> String {
+    cut(format!("Kubernetes external service {namespace}/{name} from cluster {cluster}"))
+}
+
+/// The description upstream gives the floating IP it allocates for a Service (released on
+/// delete: a CCM made it).
+pub(crate) fn upstream_floating_ip(cluster: &str, namespace: &str, name: &str) -> String {
+    cut(format!(
+        "Floating IP for Kubernetes external service {namespace}/{name} from cluster {cluster}"
+    ))
+}
+
+/// The description upstream gives a Service's security group.
+pub(crate) fn upstream_security_group(cluster: &str, namespace: &str, name: &str) -> String {
+    cut(format!("Security Group for {namespace}/{name} Service LoadBalancer in cluster {cluster}"))
+}
+
+/// The in-tree provider's load-balancer name: `a` and the Service's UID without dashes, cut to
+/// 32 characters (k8s.io/cloud-provider's `DefaultLoadBalancerName`).
+pub(crate) fn in_tree(uid: &str) -> String {
+    let mut name: String = std::iter::once('a').chain(uid.chars().filter(|c| *c != '-')).collect();
+    truncate(&mut name, 32);
+    name
 }
 
 /// `lb-sg-<uid>-<namespace>-<name>`: upstream's name for a Service's member security group.
@@ -94,5 +124,18 @@ mod tests {
         assert_eq!(load_balancer(&"c".repeat(200), "n", "web").len(), 13 + 200 + 1 + 1 + 1 + 3);
         let long_child = child("listener", 12, &a);
         assert_eq!(long_child.len(), MAX);
+    }
+
+    #[test]
+    fn the_in_tree_name_is_a_and_the_uid_without_dashes_cut_to_32() {
+        assert_eq!(
+            in_tree("6f1e0b9a-5d2c-4c8e-9f00-1234567890ab"),
+            "a6f1e0b9a5d2c4c8e9f001234567890a"
+        );
+        assert_eq!(in_tree("short"), "ashort");
+        assert_eq!(
+            description("c", "ns", "web"),
+            "Kubernetes external service ns/web from cluster c"
+        );
     }
 }

@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use super::annotations::{self, Settings};
 use super::desired::{self, NodeView, Port, ServiceId, Vip};
+use super::ownership::{self, Found, Maker};
 use super::{
-    Error, FINALIZER, Result, ServiceContext, converged, diff, floating, names, security_group,
-    wait,
+    Error, FINALIZER, Result, ServiceContext, converged, diff, floating, security_group, wait,
 };
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{ACTIVE, Change, ERROR, LoadBalancer, LoadBalancerSpec};
@@ -35,12 +35,28 @@ pub(crate) async fn reconcile<L: LoadBalancing>(
         ensure(&service, &ctx).await?;
         return Ok(Action::requeue(ctx.resync));
     }
+    if let Some(class) = other_class(&service) {
+        let note = format!(
+            "spec.loadBalancerClass is {class:?}, not {LOAD_BALANCER_CLASS:?} or unset: this \
+             controller leaves the Service to the controller of that class"
+        );
+        ctx.notice(&service, EventType::Normal, "LoadBalancerClassNotOurs", note).await;
+    }
     if service.finalizers().iter().any(|f| f == FINALIZER) {
         ctx.converged.forget(&super::run::key(&service));
         super::cleanup::cleanup(&service, &ctx).await?;
         remove_finalizer(&service, &ctx).await?;
+        ctx.notices.forget(&super::run::key(&service));
     }
     Ok(Action::await_change())
+}
+
+/// The class of a live `type: LoadBalancer` Service that another controller serves.
+fn other_class(service: &Service) -> Option<&str> {
+    let spec = service.spec.as_ref()?;
+    let class = spec.load_balancer_class.as_deref().filter(|c| *c != LOAD_BALANCER_CLASS)?;
+    let live = service.metadata.deletion_timestamp.is_none();
+    (live && spec.type_.as_deref() == Some("LoadBalancer")).then_some(class)
 }
 
 /// `type: LoadBalancer`, not being deleted, and of no other controller's class.
@@ -128,47 +144,36 @@ fn settings<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Res
         .map_err(Error::Settings)
 }
 
-/// What to make of a load balancer with the Service's name that this controller did not create.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Foreign {
-    /// Ensuring: an error (never a takeover), so the user hears of the clash.
-    Refuse,
-    /// Cleaning up: not ours, so nothing to delete; the Service may go.
-    Ignore,
-}
-
-/// The load balancer named `name` that this controller created, if any.
-pub(super) async fn find_ours<L: LoadBalancing>(
-    cloud: &L,
-    name: &str,
-    foreign: Foreign,
-) -> Result<Option<LoadBalancer>> {
-    let doing = format!("looking up load balancer {name:?}");
-    let found = cloud.load_balancers_named(name).await.map_err(Error::cloud(doing))?;
-    let (live, others): (Vec<LoadBalancer>, Vec<LoadBalancer>) = found
-        .into_iter()
-        .filter(|lb| lb.provisioning_status != "PENDING_DELETE")
-        .partition(|lb| names::is_ours(&lb.tags));
-    if let Some(other) = others.first()
-        && foreign == Foreign::Refuse
-    {
-        return Err(Error::Invalid(format!(
-            "load balancer {} is named {name:?} but was not created by this controller (no tag {}): \
-             it is left alone; rename or delete it",
-            other.id,
-            names::OWNER_TAG
-        )));
-    }
-    match live.len() {
-        0 | 1 => Ok(live.into_iter().next()),
-        n => Err(Error::Invalid(format!("{n} load balancers are named {name:?}; expected one"))),
-    }
+/// Drops `load-balancer-id` from the Service: the load balancer it names is gone.
+pub(super) async fn clear_load_balancer_id<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    id: &str,
+) -> Result<()> {
+    let patch = json!({"metadata": {
+        "annotations": {annotations::LOAD_BALANCER_ID: null},
+        "resourceVersion": service.resource_version(),
+    }});
+    api(service, ctx)
+        .patch(&service.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| Error::Kube {
+            doing: "clearing the load-balancer-id annotation",
+            source,
+        })?;
+    let note = format!(
+        "Load balancer {id} of the annotation {} no longer exists: annotation cleared",
+        annotations::LOAD_BALANCER_ID
+    );
+    ctx.event(service, EventType::Normal, "ClearedLoadBalancerId", note).await;
+    Ok(())
 }
 
 async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Result<()> {
     let settings = settings(service, ctx)?;
     let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
-    let id = ServiceId { cluster: &ctx.cluster, namespace: &namespace, name: &name };
+    let uid = service.metadata.uid.clone().unwrap_or_default();
+    let id = ServiceId { cluster: &ctx.cluster, namespace: &namespace, name: &name, uid: &uid };
     let nodes: Vec<NodeView> = ctx.nodes.state().iter().map(|n| node_view(n)).collect();
     let backends = desired::backends(&nodes, &settings);
     let spec_k8s = service.spec.clone().unwrap_or_default();
@@ -183,7 +188,6 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     let spec = desired::load_balancer(&id, &ports, &backends, &ranges, &settings, &vip)
         .map_err(Error::Invalid)?;
     let requested = spec_k8s.load_balancer_ip.as_deref().filter(|_| !settings.internal);
-    let uid = service.metadata.uid.clone().unwrap_or_default();
     let key = super::run::key(service);
     let fingerprint = converged::fingerprint(&(
         &spec,
@@ -195,42 +199,45 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
         &uid,
         ctx.manage_security_groups,
     ));
-    let found = match &settings.load_balancer_id {
-        Some(shared) => {
-            let doing = format!("looking up load balancer {shared}");
-            Some(ctx.cloud.load_balancer(shared).await.map_err(Error::cloud(doing))?)
-        }
-        None => find_ours(ctx.cloud.as_ref(), &spec.name, Foreign::Refuse).await?,
-    };
-    if let Some(lb) = &found
+    let annotated = settings.load_balancer_id.as_deref();
+    let (found, stale) = ownership::find(ctx.cloud.as_ref(), &id, annotated).await?;
+    if stale && let Some(gone) = annotated {
+        clear_load_balancer_id(service, ctx, gone).await?;
+    }
+    if let Found::Own(lb, _) | Found::Shared(lb) = &found
         && let Some(address) = ctx.converged.unchanged(&key, fingerprint, lb)
     {
         // Nothing changed on either side since the last full reconcile: one read was enough.
         return set_ingress(service, ctx, &settings, &address).await;
     }
-    let (lb, changed) = match found {
-        Some(lb) if lb.provisioning_status == ERROR && settings.load_balancer_id.is_none() => {
-            let spec = with_vip(ctx, spec.clone(), &backends).await?;
-            (recreate(service, ctx, lb, &settings, &spec).await?, true)
+    let (lb, changed, own) = match found {
+        Found::Foreign(lb) => {
+            let message = ownership::foreign_message(&lb);
+            return Err(Error::LeftAlone { reason: "LoadBalancerNotOurs", message });
         }
-        Some(lb) => converge(service, ctx, lb, &spec).await?,
-        None => {
+        Found::Own(lb, Maker::Us) if lb.provisioning_status == ERROR => {
             let spec = with_vip(ctx, spec.clone(), &backends).await?;
-            (create(service, ctx, &spec).await?, true)
+            (recreate(service, ctx, lb, &id, &settings, &spec).await?, true, true)
+        }
+        Found::Own(lb, maker) => {
+            let (lb, changed) = converge(service, ctx, lb, &spec, &id, Some(maker)).await?;
+            (lb, changed, true)
+        }
+        Found::Shared(lb) => {
+            let (lb, changed) = converge(service, ctx, lb, &spec, &id, None).await?;
+            (lb, changed, false)
+        }
+        Found::Nothing => {
+            let spec = with_vip(ctx, spec.clone(), &backends).await?;
+            (create(service, ctx, &spec).await?, true, true)
         }
     };
     if ctx.manage_security_groups {
-        let owner = security_group::Owner {
-            uid: &uid,
-            namespace: &namespace,
-            name: &name,
-            load_balancer: &spec.name,
-        };
+        let owner = security_group::Owner { service: &id, load_balancer: &spec.name };
         security_group::ensure(ctx.cloud.as_ref(), owner, &ports, &ranges, &backends).await?;
     }
-    let owned = names::is_ours(&lb.tags);
-    let public = if owned {
-        floating::ensure(ctx.cloud.as_ref(), &lb, &settings, requested).await?
+    let public = if own {
+        floating::ensure(ctx.cloud.as_ref(), &lb, &id, &settings, requested).await?
     } else {
         None
     };
@@ -243,6 +250,7 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     for (key, why) in &settings.ignored {
         tracing::warn!(service = %name, annotation = %key, reason = why, "annotation ignored");
     }
+    ctx.notices.forget(&key);
     ctx.converged.record(key, fingerprint, &lb, &address);
     Ok(())
 }
@@ -316,12 +324,13 @@ async fn recreate<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
     lb: LoadBalancer,
+    id: &ServiceId<'_>,
     settings: &Settings,
     spec: &LoadBalancerSpec,
 ) -> Result<LoadBalancer> {
     let note = format!("Load balancer {} is in ERROR: deleting it and creating it again", lb.id);
     ctx.event(service, EventType::Warning, "EnsuringLoadBalancer", note).await;
-    floating::release_all(ctx.cloud.as_ref(), &lb, settings.keep_floating_ip).await?;
+    floating::release_all(ctx.cloud.as_ref(), &lb, id, settings.keep_floating_ip).await?;
     let doing = format!("deleting load balancer {} (in ERROR)", lb.id);
     ctx.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
     wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
@@ -329,36 +338,57 @@ async fn recreate<L: LoadBalancing>(
 }
 
 /// The calls the diff plans, one at a time with ACTIVE between; returns whether any was made.
+/// `maker` is set for the Service's own load balancer: one another controller made is adopted
+/// (its untagged listeners are the Service's; our names and tags, the load balancer's last).
 pub(super) async fn converge<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
     lb: LoadBalancer,
     spec: &LoadBalancerSpec,
+    id: &ServiceId<'_>,
+    maker: Option<Maker>,
 ) -> Result<(LoadBalancer, bool)> {
     let mut lb = lb;
     if lb.provisioning_status != ACTIVE {
+        let note = format!(
+            "Waiting for load balancer {} to leave {} (Octavia is still working on it)",
+            lb.id, lb.provisioning_status
+        );
+        ctx.notice(service, EventType::Normal, "WaitingForLoadBalancer", note).await;
         lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
     }
     let doing = format!("reading load balancer {}", lb.id);
     let tree = ctx.cloud.tree(lb.clone()).await.map_err(Error::cloud(doing))?;
+    let tags = ownership::service_tags(id);
     let sharing = diff::services_on(&tree);
-    if !spec.listeners.is_empty()
-        && !sharing.contains(spec.name.as_str())
-        && sharing.len() >= ctx.max_shared_lb
+    let others = sharing.iter().filter(|s| !tags.iter().any(|t| t == *s)).count();
+    if maker.is_none()
+        && !spec.listeners.is_empty()
+        && others == sharing.len()
+        && others >= ctx.max_shared_lb
     {
-        return Err(Error::Invalid(format!(
-            "load balancer {} already serves {} Services ([LoadBalancer] max-shared-lb = {})",
-            lb.id,
-            sharing.len(),
-            ctx.max_shared_lb
-        )));
+        let message = format!(
+            "load balancer {} already serves {others} Services ([LoadBalancer] max-shared-lb = \
+             {}): the Service waits until one leaves it, or until its load-balancer-id \
+             annotation names another one",
+            lb.id, ctx.max_shared_lb
+        );
+        return Err(Error::LeftAlone { reason: "SharedLoadBalancerFull", message });
     }
-    let changes = diff::plan(&spec.listeners, &tree, &spec.name).map_err(|taken| {
-        Error::Invalid(format!(
+    let adopting = maker.filter(|m| *m != Maker::Us).map(|_| lb.name.as_str());
+    let mine = diff::Mine { tags: &tags, adopting };
+    let mut changes = diff::plan(&spec.listeners, &tree, mine).map_err(|taken| {
+        let message = format!(
             "port {}/{} is already used by another Service on load balancer {}",
             taken.port, taken.protocol, lb.id
-        ))
+        );
+        Error::LeftAlone { reason: "ListenerPortTaken", message }
     })?;
+    let relabel = maker.and_then(|maker| ownership::relabel(&lb, id, maker));
+    if let (Some(maker), Some(change)) = (maker, relabel) {
+        adopting_event(service, ctx, &lb, maker, &change).await;
+        changes.push(change);
+    }
     if changes.is_empty() {
         return Ok((lb, false));
     }
@@ -369,6 +399,39 @@ pub(super) async fn converge<L: LoadBalancing>(
         lb = apply(ctx, &lb, change).await?;
     }
     Ok((lb, true))
+}
+
+/// A Normal Event (and a log line) for the Service's own load balancer taken over from another
+/// controller, or renamed from upstream's default cluster name.
+async fn adopting_event<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    lb: &LoadBalancer,
+    maker: Maker,
+    change: &Change,
+) {
+    let (reason, note) = match (maker, change) {
+        (Maker::DefaultCluster, Change::UpdateLoadBalancer { name, .. }) => (
+            "RenamedLoadBalancer",
+            format!(
+                "Renaming load balancer {} from {:?} to {name:?} (the cluster name is now {:?}); \
+                 same VIP, floating IP and listeners",
+                lb.id, lb.name, ctx.cluster
+            ),
+        ),
+        (Maker::Upstream | Maker::InTree, _) => {
+            let by = if maker == Maker::InTree { "the in-tree provider" } else { "upstream's CCM" };
+            let note = format!(
+                "Adopting load balancer {} ({:?}) made by {by} for this Service: our tags added, \
+                 same VIP, floating IP and listeners",
+                lb.id, lb.name
+            );
+            ("AdoptedLoadBalancer", note)
+        }
+        _ => return,
+    };
+    tracing::info!(service = %super::run::key(service), load_balancer = %lb.id, reason, "{note}");
+    ctx.event(service, EventType::Normal, reason, note).await;
 }
 
 /// Makes `change`, waiting for ACTIVE after each call. A new listener is the listener, then

@@ -85,6 +85,10 @@ async fn reconcile_and_report<L: LoadBalancing>(
     let failures = ctx.failures.record(key, result.is_err());
     match &result {
         Ok(_) => ctx.metrics.reconcile(ControllerName::Service, "ok"),
+        Err(Error::LeftAlone { reason, message }) => {
+            ctx.metrics.reconcile(ControllerName::Service, "left_alone");
+            ctx.notice(&service, EventType::Warning, reason, message.clone()).await;
+        }
         Err(error) => {
             ctx.metrics.reconcile(ControllerName::Service, error.kind());
             let message = crate::cloud::session::chain(error);
@@ -198,6 +202,7 @@ impl Plan {
             failures: Failures::default(),
             resync: self.resync,
             converged: super::converged::Converged::default(),
+            notices: super::notice::Notices::default(),
         };
         (Arc::new(ctx), self.concurrency)
     }

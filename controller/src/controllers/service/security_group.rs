@@ -5,28 +5,29 @@
 //! the Service's source ranges (unset: everyone, per address family of the members) and, when
 //! the ranges are restricted, to the member subnets, where the load balancer's own traffic and
 //! health checks come from. It sits on the Neutron ports holding the members' addresses, is
-//! taken off a port whose node left, and goes with the Service. Only groups carrying the owner
-//! tag are ever changed or deleted; a port keeps every other group it has.
+//! taken off a port whose node left, and goes with the Service. Only groups a controller made
+//! for the Service are ever changed or deleted (ours by the owner tag; upstream's, by its
+//! description, are tagged and taken over); a port keeps every other group it has. Rules are
+//! added before the ones no longer wanted are deleted: no moment with less open than asked.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::desired::{Backend, Port};
-use super::{Error, Result, names};
+use super::desired::{Backend, Port, ServiceId};
+use super::{Error, Result, names, ownership};
 use crate::cloud::security_groups::{MemberPort, RuleSpec, SecurityGroup, SecurityGroups};
 
 /// Which Service the group serves.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Owner<'a> {
-    pub(crate) uid: &'a str,
-    pub(crate) namespace: &'a str,
-    pub(crate) name: &'a str,
+    pub(crate) service: &'a ServiceId<'a>,
     /// The Service's load-balancer name (its tag).
     pub(crate) load_balancer: &'a str,
 }
 
 impl Owner<'_> {
     fn group_name(&self) -> String {
-        names::security_group(self.uid, self.namespace, self.name)
+        let service = self.service;
+        names::security_group(service.uid, service.namespace, service.name)
     }
 }
 
@@ -114,9 +115,9 @@ pub(crate) async fn ensure<C: SecurityGroups>(
     Ok(())
 }
 
-/// Every group of this Service that is ours: off its ports, then deleted.
+/// Every group a controller made for this Service: off its ports, then deleted.
 pub(crate) async fn delete<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Result<()> {
-    for group in ours(cloud, &owner.group_name()).await? {
+    for group in ours(cloud, owner).await? {
         let doing = format!("listing the ports of security group {}", group.id);
         let carrying = cloud.ports_in_group(&group.id).await.map_err(Error::cloud(doing))?;
         for port in &carrying {
@@ -170,25 +171,40 @@ async fn subnet_cidrs<C: SecurityGroups>(
     Ok(subnets.into_iter().map(|s| s.cidr).collect())
 }
 
-async fn ours<C: SecurityGroups>(cloud: &C, name: &str) -> Result<Vec<SecurityGroup>> {
+/// The Service's groups that a controller made for it (ours, or upstream's).
+async fn ours<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Result<Vec<SecurityGroup>> {
+    let name = owner.group_name();
     let doing = format!("looking up security group {name:?}");
-    let found = cloud.security_groups_named(name).await.map_err(Error::cloud(doing))?;
-    Ok(found.into_iter().filter(|g| names::is_ours(&g.tags)).collect())
+    let found = cloud.security_groups_named(&name).await.map_err(Error::cloud(doing))?;
+    Ok(found.into_iter().filter(|g| ownership::security_group_is_own(g, owner.service)).collect())
 }
 
 async fn find_or_create<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Result<SecurityGroup> {
     let name = owner.group_name();
-    let mut found = ours(cloud, &name).await?;
+    let tags = [owner.load_balancer.to_owned(), names::OWNER_TAG.to_owned()];
+    let mut found = ours(cloud, owner).await?;
     match found.len() {
         0 => {}
-        1 => return Ok(found.remove(0)),
+        1 => {
+            let mut group = found.remove(0);
+            if !names::is_ours(&group.tags) {
+                // Upstream's group: taken over, tagged as ours beside its own tags.
+                let mut all = group.tags.clone();
+                all.extend(tags.iter().filter(|t| !group.tags.contains(t)).cloned());
+                let doing = format!("tagging security group {} (taking it over)", group.id);
+                cloud.tag_security_group(&group.id, &all).await.map_err(Error::cloud(doing))?;
+                tracing::info!(group = %group.id, %name, "security group taken over");
+                group.tags = all;
+            }
+            return Ok(group);
+        }
         n => return Err(Error::Invalid(format!("{n} security groups are named {name:?}"))),
     }
+    let service = owner.service;
     let description = names::cut(format!(
         "Security group for the members of Service {}/{} (load balancer {})",
-        owner.namespace, owner.name, owner.load_balancer
+        service.namespace, service.name, owner.load_balancer
     ));
-    let tags = [owner.load_balancer.to_owned(), names::OWNER_TAG.to_owned()];
     let doing = format!("creating security group {name:?}");
     let group = cloud
         .create_security_group(&name, &description, &tags)
@@ -198,7 +214,8 @@ async fn find_or_create<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Resul
     Ok(group)
 }
 
-/// Creates the missing ingress rules and deletes the ingress rules nobody asked for.
+/// Creates the missing ingress rules, then deletes the ingress rules nobody asked for (in that
+/// order: traffic still allowed is never refused in between).
 async fn sync_rules<C: SecurityGroups>(
     cloud: &C,
     group: &SecurityGroup,
@@ -206,13 +223,13 @@ async fn sync_rules<C: SecurityGroups>(
 ) -> Result<()> {
     let ingress = group.security_group_rules.iter().filter(|r| r.spec.direction == "ingress");
     let have: BTreeSet<&RuleSpec> = ingress.clone().map(|r| &r.spec).collect();
-    for rule in ingress.filter(|r| !want.contains(&r.spec)) {
-        let doing = format!("deleting rule {} of security group {}", rule.id, group.id);
-        cloud.delete_rule(&rule.id).await.map_err(Error::cloud(doing))?;
-    }
     for rule in want.iter().filter(|r| !have.contains(r)) {
         let doing = format!("adding a rule to security group {}", group.id);
         cloud.create_rule(&group.id, rule).await.map_err(Error::cloud(doing))?;
+    }
+    for rule in ingress.filter(|r| !want.contains(&r.spec)) {
+        let doing = format!("deleting rule {} of security group {}", rule.id, group.id);
+        cloud.delete_rule(&rule.id).await.map_err(Error::cloud(doing))?;
     }
     Ok(())
 }

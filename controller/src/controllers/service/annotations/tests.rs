@@ -138,3 +138,9 @@ fn the_floating_subnet_comes_whole_from_the_class_else_the_annotations_else_the_
     let errors = settings(&bad, &config, &BTreeMap::new()).unwrap_err();
     assert!(errors[0].starts_with("floating-subnet \"~(\": not a valid pattern"), "{errors:?}");
 }
+
+#[test]
+fn the_load_balancer_id_constant_is_the_prefixed_annotation() {
+    assert_eq!(LOAD_BALANCER_ID, format!("{PREFIX}load-balancer-id"));
+    assert!(ANNOTATIONS.iter().any(|(short, _)| *short == "load-balancer-id"));
+}

@@ -13,7 +13,7 @@ fn node(name: &str, ip: &str) -> NodeView {
 }
 
 const WEB: ServiceId<'static> =
-    ServiceId { cluster: "kubernetes", namespace: "default", name: "web" };
+    ServiceId { cluster: "kubernetes", namespace: "default", name: "web", uid: "" };
 
 fn ports() -> Vec<Port> {
     vec![

@@ -4,6 +4,11 @@ use crate::cloud::octavia::{LoadBalancer, Member, PoolSpec};
 
 const TAG: &str = "kube_service_kubernetes_default_web";
 
+fn mine() -> Mine<'static> {
+    static TAGS: std::sync::LazyLock<[String; 1]> = std::sync::LazyLock::new(|| [TAG.to_owned()]);
+    Mine { tags: TAGS.as_slice(), adopting: None }
+}
+
 fn member(address: &str, port: u16) -> MemberSpec {
     MemberSpec {
         address: address.into(),
@@ -54,6 +59,7 @@ fn applied(listeners: &[ListenerSpec]) -> Tree {
         let monitor_id = pool.healthmonitor.as_ref().map(|_| format!("m{}", l.protocol_port));
         tree.listeners.push(Listener {
             id: lid,
+            name: l.name.clone(),
             protocol: l.protocol.clone(),
             protocol_port: l.protocol_port,
             default_pool_id: Some(pid.clone()),
@@ -65,6 +71,7 @@ fn applied(listeners: &[ListenerSpec]) -> Tree {
         });
         tree.pools.push(Pool {
             id: pid.clone(),
+            name: pool.name.clone(),
             protocol: pool.protocol.clone(),
             lb_algorithm: pool.lb_algorithm.clone(),
             healthmonitor_id: monitor_id.clone(),
@@ -82,12 +89,12 @@ fn applied(listeners: &[ListenerSpec]) -> Tree {
         if let (Some(id), Some(m)) = (monitor_id, &pool.healthmonitor) {
             tree.monitors.push(HealthMonitor {
                 id,
+                name: m.name.clone(),
                 kind: m.kind.clone(),
                 delay: m.delay,
                 timeout: m.timeout,
                 max_retries: m.max_retries,
                 max_retries_down: m.max_retries_down,
-                ..HealthMonitor::default()
             });
         }
     }
@@ -100,14 +107,14 @@ fn nothing_changed_means_no_call_at_all() {
     with_monitor.default_pool.healthmonitor = Some(monitor("UDP-CONNECT", 5));
     with_monitor.allowed_cidrs = vec!["10.0.0.0/8".into()];
     let desired = vec![listener("TCP", 80, &["10.0.0.1", "10.0.0.2"]), with_monitor];
-    assert_eq!(plan(&desired, &applied(&desired), TAG), Ok(vec![]));
+    assert_eq!(plan(&desired, &applied(&desired), mine()), Ok(vec![]));
 }
 
 #[test]
 fn a_new_port_is_one_create_and_a_removed_port_one_delete() {
     let before = vec![listener("TCP", 80, &["10.0.0.1"]), listener("TCP", 443, &["10.0.0.1"])];
     let after = vec![listener("TCP", 80, &["10.0.0.1"]), listener("TCP", 8443, &["10.0.0.1"])];
-    let ops = plan(&after, &applied(&before), TAG).unwrap();
+    let ops = plan(&after, &applied(&before), mine()).unwrap();
     let labels: Vec<_> = ops.iter().map(Op::label).collect();
     assert_eq!(labels, ["listener_create", "pool_delete", "listener_delete"]);
     assert_eq!(ops[1], Op::DeletePool { pool_id: "p443".into() });
@@ -119,7 +126,7 @@ fn a_node_added_or_removed_is_one_batch_member_call_per_pool() {
     let before = vec![listener("TCP", 80, &["10.0.0.1"]), listener("UDP", 53, &["10.0.0.1"])];
     let after =
         vec![listener("TCP", 80, &["10.0.0.2"]), listener("UDP", 53, &["10.0.0.1", "10.0.0.2"])];
-    let ops = plan(&after, &applied(&before), TAG).unwrap();
+    let ops = plan(&after, &applied(&before), mine()).unwrap();
     assert_eq!(ops.len(), 2, "{ops:#?}");
     assert!(
         matches!(&ops[0], Op::ReplaceMembers { pool_id, members } if pool_id == "p80" && members.len() == 1)
@@ -133,17 +140,17 @@ fn settings_that_octavia_updates_in_place_are_updates() {
     after[0].allowed_cidrs = vec!["192.0.2.0/24".into()];
     after[0].default_pool.lb_algorithm = "LEAST_CONNECTIONS".into();
     after[0].default_pool.healthmonitor = Some(monitor("TCP", 5));
-    let ops = plan(&after, &applied(&before), TAG).unwrap();
+    let ops = plan(&after, &applied(&before), mine()).unwrap();
     let labels: Vec<_> = ops.iter().map(Op::label).collect();
     assert_eq!(labels, ["listener_update", "pool_update", "monitor_create"]);
 
     let mut slower = after.clone();
     slower[0].default_pool.healthmonitor = Some(monitor("TCP", 10));
     let labels: Vec<_> =
-        plan(&slower, &applied(&after), TAG).unwrap().iter().map(Op::label).collect();
+        plan(&slower, &applied(&after), mine()).unwrap().iter().map(Op::label).collect();
     assert_eq!(labels, ["monitor_update"]);
     let labels: Vec<_> =
-        plan(&before, &applied(&after), TAG).unwrap().iter().map(Op::label).collect();
+        plan(&before, &applied(&after), mine()).unwrap().iter().map(Op::label).collect();
     assert_eq!(labels, ["listener_update", "pool_update", "monitor_delete"]);
 }
 
@@ -152,7 +159,7 @@ fn what_octavia_cannot_update_is_replaced() {
     let before = vec![listener("TCP", 80, &["10.0.0.1"])];
     let mut proxy = before.clone();
     proxy[0].default_pool.protocol = "PROXY".into();
-    let ops = plan(&proxy, &applied(&before), TAG).unwrap();
+    let ops = plan(&proxy, &applied(&before), mine()).unwrap();
     assert_eq!(ops[0], Op::DeletePool { pool_id: "p80".into() });
     assert!(
         matches!(&ops[1], Op::CreatePool { listener_id, .. } if listener_id == "l80"),
@@ -163,7 +170,7 @@ fn what_octavia_cannot_update_is_replaced() {
     udp[0].protocol = "UDP".into();
     udp[0].default_pool.protocol = "UDP".into();
     let labels: Vec<_> =
-        plan(&udp, &applied(&before), TAG).unwrap().iter().map(Op::label).collect();
+        plan(&udp, &applied(&before), mine()).unwrap().iter().map(Op::label).collect();
     assert_eq!(labels, ["listener_create", "pool_delete", "listener_delete"]);
 }
 
@@ -171,12 +178,15 @@ fn what_octavia_cannot_update_is_replaced() {
 fn on_a_shared_load_balancer_other_services_listeners_are_never_touched() {
     let mut theirs = listener("TCP", 8080, &["10.0.0.9"]);
     theirs.tags = vec!["kube_service_kubernetes_default_other".into()];
-    let mine = listener("TCP", 80, &["10.0.0.1"]);
-    let tree = applied(&[theirs.clone(), mine.clone()]);
-    assert_eq!(plan(std::slice::from_ref(&mine), &tree, TAG), Ok(vec![]));
+    let ours = listener("TCP", 80, &["10.0.0.1"]);
+    let tree = applied(&[theirs.clone(), ours.clone()]);
+    assert_eq!(plan(std::slice::from_ref(&ours), &tree, mine()), Ok(vec![]));
     // Its port taken by the other Service: an error, not a takeover.
     let clash = listener("TCP", 8080, &["10.0.0.1"]);
-    assert_eq!(plan(&[clash], &tree, TAG), Err(PortTaken { protocol: "TCP".into(), port: 8080 }));
+    assert_eq!(
+        plan(&[clash], &tree, mine()),
+        Err(PortTaken { protocol: "TCP".into(), port: 8080 })
+    );
 }
 
 #[test]
@@ -184,9 +194,9 @@ fn octavias_default_timeouts_are_not_a_change_but_asked_ones_are() {
     let before = vec![listener("TCP", 80, &["10.0.0.1"])];
     let mut asked = before.clone();
     asked[0].timeout_client_data = Some(50000);
-    assert_eq!(plan(&asked, &applied(&before), TAG), Ok(vec![]));
+    assert_eq!(plan(&asked, &applied(&before), mine()), Ok(vec![]));
     asked[0].timeout_client_data = Some(1000);
-    assert_eq!(plan(&asked, &applied(&before), TAG).unwrap().len(), 1);
+    assert_eq!(plan(&asked, &applied(&before), mine()).unwrap().len(), 1);
 }
 
 #[test]
@@ -196,4 +206,54 @@ fn services_on_a_load_balancer_are_counted_by_their_listener_tags() {
     let tree = applied(&[theirs, listener("TCP", 80, &[]), listener("TCP", 81, &[])]);
     let names: Vec<&str> = services_on(&tree).into_iter().collect();
     assert_eq!(names, ["kube_service_kubernetes_default_other", TAG]);
+}
+
+#[test]
+fn an_adopted_trees_untagged_listeners_named_after_it_are_mine_and_get_our_names_and_tags() {
+    const UPSTREAM: &str = "kube_service_c_default_web";
+    let desired = vec![listener("TCP", 80, &["10.0.0.1"]), listener("TCP", 443, &["10.0.0.1"])];
+    let mut theirs = applied(&desired);
+    // Upstream's names on an Octavia without tags, the in-tree provider's form, a user's
+    // listener named otherwise, and another Service's.
+    theirs.listeners[0].name = format!("listener_0_{UPSTREAM}");
+    theirs.listeners[0].tags = vec!["team-a".into()];
+    theirs.listeners[1].name = format!("listener_{UPSTREAM}_1");
+    theirs.listeners[1].tags = vec![];
+    theirs.pools[0].name = format!("pool_0_{UPSTREAM}");
+    let mut user = listener("TCP", 8080, &[]);
+    user.name = format!("listener_x_{UPSTREAM}");
+    user.tags = vec![];
+    let mut other = listener("TCP", 9090, &[]);
+    other.name = format!("listener_2_{UPSTREAM}");
+    other.tags = vec!["kube_service_c_default_api".into()];
+    let rest = applied(&[user, other]);
+    theirs.listeners.extend(rest.listeners);
+    let adopting = Mine { adopting: Some(UPSTREAM), ..mine() };
+    let ops = plan(&desired, &theirs, adopting).unwrap();
+    let labels: Vec<_> = ops.iter().map(Op::label).collect();
+    // Relabelled in place; the user's and the other Service's listeners untouched.
+    assert_eq!(labels, ["listener_update", "pool_update", "listener_update"], "{ops:#?}");
+    let Op::UpdateListener { listener_id, spec } = &ops[0] else { panic!() };
+    assert_eq!((listener_id.as_str(), spec.name.as_str()), ("l80", "listener_80"));
+    assert_eq!(spec.tags, [TAG, "team-a"], "ours first, the user's kept");
+    assert!(matches!(&ops[1], Op::UpdatePool { name, .. } if name == "pool_80"));
+    // Not adopting: the same untagged listeners are someone else's, their ports taken.
+    assert_eq!(
+        plan(&desired, &theirs, mine()),
+        Err(PortTaken { protocol: "TCP".into(), port: 80 })
+    );
+    // Once relabelled, nothing more to do.
+    assert_eq!(plan(&desired, &applied(&desired), adopting), Ok(vec![]));
+}
+
+#[test]
+fn a_renamed_cluster_tag_on_a_listener_is_replaced_by_ours() {
+    let desired = vec![listener("TCP", 80, &["10.0.0.1"])];
+    let mut tree = applied(&desired);
+    let old = "kube_service_old_default_web".to_owned();
+    tree.listeners[0].tags = vec![old.clone()];
+    let tags = [TAG.to_owned(), old];
+    let ops = plan(&desired, &tree, Mine { tags: &tags, adopting: None }).unwrap();
+    let [Op::UpdateListener { spec, .. }] = ops.as_slice() else { panic!("{ops:#?}") };
+    assert_eq!(spec.tags, [TAG]);
 }

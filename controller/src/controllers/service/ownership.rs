@@ -1,0 +1,201 @@
+//! Whose load balancer is it: the one rule that decides whether a load balancer found for a
+//! Service is the Service's own — made for it by a controller of this cluster, this one or
+//! another — and so managed like one this controller made (adopted first, where another
+//! controller made it), or someone else's, never changed.
+//!
+//! A load balancer is the Service's own when its name is one a controller of this cluster gives
+//! the Service **and** that controller's mark is on it; a name alone proves nothing (anyone may
+//! name a load balancer so):
+//!
+//! | made by | name | mark |
+//! |---|---|---|
+//! | this controller | `kube_service_<cluster>_<ns>_<name>`, or a name below once adopted | the tag [`names::OWNER_TAG`] |
+//! | upstream's CCM | `kube_service_<cluster>_<ns>_<name>` | a tag equal to the name, or the description `Kubernetes external service <ns>/<name> from cluster <cluster>` |
+//! | a CCM without `--cluster-name` | `kube_service_kubernetes_<ns>_<name>` (found through `load-balancer-id` only) | the same marks for cluster `kubernetes`; renamed to ours in place |
+//! | the in-tree provider | `a` + the UID without dashes, 32 characters | the description `Kubernetes external service <that name>` |
+//!
+//! Adopting is relabelling, never recreating: the same load balancer, VIP, floating IP and
+//! listeners, with our tags added (and, for the `kubernetes` cluster name, our names).
+
+use super::desired::ServiceId;
+use super::{Error, Result, names};
+use crate::cloud::floating_ips::FloatingIp;
+use crate::cloud::load_balancing::LoadBalancing;
+use crate::cloud::octavia::{Change, LoadBalancer};
+use crate::cloud::security_groups::SecurityGroup;
+
+/// Who made a Service's own load balancer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Maker {
+    /// This controller (or adopted by it before): it carries our owner tag.
+    Us,
+    /// Upstream's CCM with this cluster's name: our tags are added.
+    Upstream,
+    /// A CCM running with upstream's default cluster name `kubernetes`: renamed to ours.
+    DefaultCluster,
+    /// The in-tree provider: our tags are added, its name kept.
+    InTree,
+}
+
+/// What a Service's lookup found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// Nothing: the Service gets a new load balancer.
+    Nothing,
+    /// The Service's own load balancer, by the rule above.
+    Own(LoadBalancer, Maker),
+    /// Another Service's or a user's load balancer, joined through `load-balancer-id`.
+    Shared(LoadBalancer),
+    /// One with the Service's name and none of the marks: left alone.
+    Foreign(LoadBalancer),
+}
+
+/// The tags that name this Service on a listener or among a load balancer's sharers: its
+/// load-balancer name and, when the cluster has its own name, the one upstream would give it
+/// under the default cluster name.
+pub(crate) fn service_tags(service: &ServiceId<'_>) -> Vec<String> {
+    let mut tags = vec![names::load_balancer(service.cluster, service.namespace, service.name)];
+    if service.cluster != names::DEFAULT_CLUSTER {
+        tags.push(names::load_balancer(names::DEFAULT_CLUSTER, service.namespace, service.name));
+    }
+    tags
+}
+
+/// Who made `lb` for `service`, if it is the Service's own.
+pub(crate) fn maker(lb: &LoadBalancer, service: &ServiceId<'_>) -> Option<Maker> {
+    let ours = names::is_ours(&lb.tags);
+    let tagged = lb.tags.contains(&lb.name);
+    let described = |cluster: &str| {
+        lb.description == names::description(cluster, service.namespace, service.name)
+    };
+    let in_tree = names::in_tree(service.uid);
+    if lb.name == names::load_balancer(service.cluster, service.namespace, service.name) {
+        return match (ours, tagged || described(service.cluster)) {
+            (true, _) => Some(Maker::Us),
+            (false, true) => Some(Maker::Upstream),
+            (false, false) => None,
+        };
+    }
+    if service.cluster != names::DEFAULT_CLUSTER
+        && lb.name == names::load_balancer(names::DEFAULT_CLUSTER, service.namespace, service.name)
+        && (tagged || described(names::DEFAULT_CLUSTER))
+    {
+        return Some(Maker::DefaultCluster);
+    }
+    if !service.uid.is_empty() && lb.name == in_tree {
+        if ours {
+            return Some(Maker::Us);
+        }
+        let theirs = format!("Kubernetes external service {in_tree}");
+        return (lb.description == theirs).then_some(Maker::InTree);
+    }
+    None
+}
+
+/// The call that gives the Service's own `lb` our tags (and, made under the default cluster
+/// name, our name and description); `None` when it has them. Made after its listeners, so that
+/// a relabel cut short is found again by its old marks and finished.
+pub(crate) fn relabel(lb: &LoadBalancer, service: &ServiceId<'_>, maker: Maker) -> Option<Change> {
+    let ours = names::load_balancer(service.cluster, service.namespace, service.name);
+    let (name, description) = match maker {
+        Maker::DefaultCluster => {
+            (ours.clone(), names::description(service.cluster, service.namespace, service.name))
+        }
+        Maker::Us | Maker::Upstream | Maker::InTree => (lb.name.clone(), lb.description.clone()),
+    };
+    let stale = service_tags(service).into_iter().filter(|t| *t != ours).collect::<Vec<_>>();
+    let mut tags: Vec<String> = lb.tags.iter().filter(|t| !stale.contains(t)).cloned().collect();
+    for tag in [ours, names::OWNER_TAG.to_owned()] {
+        if !tags.contains(&tag) {
+            tags.push(tag);
+        }
+    }
+    let same = name == lb.name && description == lb.description && tags == lb.tags;
+    (!same).then_some(Change::UpdateLoadBalancer { name, description, tags })
+}
+
+/// The Service's load balancer: the one `load-balancer-id` names, else the one with its name.
+/// The second value is true when the annotation names a load balancer that no longer exists
+/// (the caller clears it; upstream keeps it forever, its issue #2751).
+pub(crate) async fn find<L: LoadBalancing>(
+    cloud: &L,
+    service: &ServiceId<'_>,
+    annotated: Option<&str>,
+) -> Result<(Found, bool)> {
+    let mut stale = false;
+    if let Some(id) = annotated {
+        let doing = format!("looking up load balancer {id} (annotation load-balancer-id)");
+        match cloud.load_balancer(id).await {
+            Ok(lb) if lb.provisioning_status != "PENDING_DELETE" => {
+                let found = match maker(&lb, service) {
+                    Some(maker) => Found::Own(lb, maker),
+                    None => Found::Shared(lb),
+                };
+                return Ok((found, false));
+            }
+            Ok(_) => stale = true,
+            Err(e) if e.is_not_found() => stale = true,
+            Err(source) => return Err(Error::Cloud { doing, source }),
+        }
+    }
+    let name = names::load_balancer(service.cluster, service.namespace, service.name);
+    let doing = format!("looking up load balancer {name:?}");
+    let found = cloud.load_balancers_named(&name).await.map_err(Error::cloud(doing))?;
+    let live = found.into_iter().filter(|lb| lb.provisioning_status != "PENDING_DELETE");
+    let (own, foreign): (Vec<_>, Vec<_>) =
+        live.map(|lb| (maker(&lb, service), lb)).partition(|(maker, _)| maker.is_some());
+    let found = match (own.len(), own.into_iter().next(), foreign.into_iter().next()) {
+        (n @ 2.., _, _) => {
+            return Err(Error::Invalid(format!(
+                "{n} load balancers are named {name:?}; expected one"
+            )));
+        }
+        (_, Some((Some(maker), lb)), _) => Found::Own(lb, maker),
+        (_, _, Some((_, lb))) => Found::Foreign(lb),
+        _ => Found::Nothing,
+    };
+    Ok((found, stale))
+}
+
+/// The clusters whose controllers' descriptions count as marks for the Service: its own, and
+/// upstream's default.
+fn clusters<'a>(service: &ServiceId<'a>) -> impl Iterator<Item = &'a str> {
+    let default = (service.cluster != names::DEFAULT_CLUSTER).then_some(names::DEFAULT_CLUSTER);
+    std::iter::once(service.cluster).chain(default)
+}
+
+/// A floating IP on the VIP of the Service's own load balancer that a controller allocated for
+/// it, and so releases with it: ours (tagged) or upstream's (its description).
+pub(crate) fn floating_ip_is_own(fip: &FloatingIp, service: &ServiceId<'_>) -> bool {
+    names::is_ours(&fip.tags)
+        || clusters(service).any(|cluster| {
+            fip.description == names::upstream_floating_ip(cluster, service.namespace, service.name)
+        })
+}
+
+/// A security group named for the Service (`lb-sg-<uid>-<ns>-<name>`) that a controller made
+/// for it: ours (tagged) or upstream's (its description), taken over and deleted with it.
+pub(crate) fn security_group_is_own(group: &SecurityGroup, service: &ServiceId<'_>) -> bool {
+    names::is_ours(&group.tags)
+        || clusters(service).any(|cluster| {
+            group.description
+                == names::upstream_security_group(cluster, service.namespace, service.name)
+        })
+}
+
+/// Why a load balancer with the Service's name is left alone, and how to resolve it.
+pub(crate) fn foreign_message(lb: &LoadBalancer) -> String {
+    format!(
+        "load balancer {} is named {:?} but carries no mark of a load balancer made for this \
+         Service (the tag {}, a tag equal to its name, or the description {:?}): it is left \
+         alone. Delete or rename it to get a new one, or tag it {} to hand it to this controller",
+        lb.id,
+        lb.name,
+        names::OWNER_TAG,
+        "Kubernetes external service <namespace>/<name> from cluster <cluster>",
+        names::OWNER_TAG,
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,96 @@
+use super::*;
+
+const UID: &str = "6f1e0b9a-5d2c-4c8e-9f00-1234567890ab";
+const WEB: ServiceId<'static> =
+    ServiceId { cluster: "infra-7x", namespace: "shop", name: "web", uid: UID };
+
+fn lb(name: &str, description: &str, tags: &[&str]) -> LoadBalancer {
+    LoadBalancer {
+        id: "lb-1".into(),
+        name: name.into(),
+        description: description.into(),
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        ..LoadBalancer::default()
+    }
+}
+
+const OURS: &str = "kube_service_infra-7x_shop_web";
+const DEFAULT: &str = "kube_service_kubernetes_shop_web";
+const IN_TREE: &str = "a6f1e0b9a5d2c4c8e9f001234567890a";
+
+#[test]
+fn a_name_with_a_makers_mark_is_the_services_own_and_a_name_alone_is_not() {
+    let described = "Kubernetes external service shop/web from cluster infra-7x";
+    let cases = [
+        (lb(OURS, "", &[OURS, names::OWNER_TAG]), Some(Maker::Us)),
+        (lb(OURS, "", &[names::OWNER_TAG]), Some(Maker::Us)),
+        // Upstream's CCM: its tag, or (an Octavia without tags) only its description.
+        (lb(OURS, "", &[OURS]), Some(Maker::Upstream)),
+        (lb(OURS, described, &[]), Some(Maker::Upstream)),
+        // The name and nothing else: a user's.
+        (lb(OURS, "made by hand", &["mine"]), None),
+        // Described for another Service or cluster: not a mark for this one.
+        (lb(OURS, "Kubernetes external service shop/api from cluster infra-7x", &[]), None),
+        (lb(OURS, "Kubernetes external service shop/web from cluster other", &[]), None),
+        // Under upstream's default cluster name: renamed to ours.
+        (lb(DEFAULT, "", &[DEFAULT]), Some(Maker::DefaultCluster)),
+        (
+            lb(DEFAULT, "Kubernetes external service shop/web from cluster kubernetes", &[]),
+            Some(Maker::DefaultCluster),
+        ),
+        (lb(DEFAULT, "", &[]), None),
+        // The in-tree provider's, by its name and description; ours once adopted.
+        (lb(IN_TREE, &format!("Kubernetes external service {IN_TREE}"), &[]), Some(Maker::InTree)),
+        (lb(IN_TREE, "", &[OURS, names::OWNER_TAG]), Some(Maker::Us)),
+        (lb(IN_TREE, "", &[]), None),
+        // Another Service's load balancer, ours or not: never this one's own.
+        (lb("kube_service_infra-7x_shop_api", "", &[names::OWNER_TAG]), None),
+    ];
+    for (lb, want) in cases {
+        assert_eq!(maker(&lb, &WEB), want, "{lb:?}");
+    }
+}
+
+#[test]
+fn with_the_default_cluster_name_only_the_name_itself_is_looked_for() {
+    let web = ServiceId { cluster: "kubernetes", ..WEB };
+    assert_eq!(service_tags(&web), [DEFAULT]);
+    assert_eq!(maker(&lb(DEFAULT, "", &[DEFAULT]), &web), Some(Maker::Upstream));
+    assert_eq!(service_tags(&WEB), [OURS, DEFAULT]);
+}
+
+#[test]
+fn relabelling_adds_our_tags_keeps_others_and_renames_only_the_default_cluster_ones() {
+    let relabel_of = |lb: &LoadBalancer, maker| match relabel(lb, &WEB, maker) {
+        Some(Change::UpdateLoadBalancer { name, description, tags }) => {
+            Some((name, description, tags))
+        }
+        Some(other) => panic!("{other:?}"),
+        None => None,
+    };
+    assert_eq!(relabel_of(&lb(OURS, "d", &[OURS, names::OWNER_TAG]), Maker::Us), None);
+    // Upstream's: our owner tag beside its own and a sharer's.
+    let shared = "kube_service_infra-7x_shop_api";
+    let (name, description, tags) =
+        relabel_of(&lb(OURS, "d", &[OURS, shared]), Maker::Upstream).unwrap();
+    assert_eq!((name.as_str(), description.as_str()), (OURS, "d"));
+    assert_eq!(tags, [OURS, shared, names::OWNER_TAG]);
+    // Under the default cluster name: our name, description and tag, the old tag gone.
+    let old = lb(
+        DEFAULT,
+        "Kubernetes external service shop/web from cluster kubernetes",
+        &[DEFAULT, "x"],
+    );
+    let (name, description, tags) = relabel_of(&old, Maker::DefaultCluster).unwrap();
+    assert_eq!(name, OURS);
+    assert_eq!(description, "Kubernetes external service shop/web from cluster infra-7x");
+    assert_eq!(tags, ["x", OURS, names::OWNER_TAG]);
+    // The in-tree provider's keeps its name and description (a rollback finds it by them).
+    let in_tree = lb(IN_TREE, "Kubernetes external service a6f1", &[]);
+    let (name, description, tags) = relabel_of(&in_tree, Maker::InTree).unwrap();
+    assert_eq!(
+        (name.as_str(), description.as_str()),
+        (IN_TREE, "Kubernetes external service a6f1")
+    );
+    assert_eq!(tags, [OURS, names::OWNER_TAG]);
+}
