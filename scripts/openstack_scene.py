@@ -14,6 +14,9 @@ Creates, stops, starts and deletes servers, ports and floating IPs through the r
   openstack_scene.py port-delete ID
   openstack_scene.py floating-ip-create --port ID [--network EXT] [--wait-server ID]
   openstack_scene.py floating-ip-delete ID
+  openstack_scene.py made-lb-create --by upstream|upstream-untagged|in-tree --namespace NS
+                     --service NAME [--cluster C] [--uid UID] [--port PORT:NODEPORT]...
+                     [--member IP]... [--floating-ip] [--security-group [--member-port ID]...]
 
 The cloud is --cloud, else $OS_CLOUD, else the env file's OPENSTACK_CLOUD_PASSWORD; clouds.yaml
 is $OS_CLIENT_CONFIG_FILE, else the env file's. The env file (--env, else $CCM_OPENSTACK_ENV,
@@ -321,6 +324,85 @@ class Scene:
             lb = lbapi.get_load_balancer(lb.id)
         return {'id': lb.id, 'name': lb.name, 'provisioning_status': lb.provisioning_status}
 
+    def wait_lb_active(self, lb_id):
+        lbapi = self.conn.load_balancer
+        deadline = time.time() + self.timeout
+        lb = lbapi.get_load_balancer(lb_id)
+        while lb.provisioning_status != 'ACTIVE':
+            if lb.provisioning_status == 'ERROR' or time.time() > deadline:
+                fail('load balancer %s is %s' % (lb.id, lb.provisioning_status))
+            time.sleep(0.5)
+            lb = lbapi.get_load_balancer(lb_id)
+        return lb
+
+    def made_lb_create(self, a):
+        """What another controller left for a Service, named, described and tagged exactly as
+        it names, describes and tags them: `upstream` (cloud-provider-openstack's CCM on an
+        Octavia with tags), `upstream-untagged` (the same on one without: descriptions only) or
+        `in-tree` (the legacy provider: `a<uid32>`, no tags). A listener, pool and members per
+        --port; with --floating-ip a floating IP on the VIP, with --security-group the group
+        `lb-sg-<uid>-<ns>-<name>` with a rule per NodePort from the member subnet, on the ports
+        of --member-port (upstream's layout)."""
+        lbapi = self.conn.load_balancer
+        subnet = self.default(None, 'OPENSTACK_INTERNAL_SUBNET_ID', 'internal subnet')
+        ns, svc, cluster = a.namespace, a.service, a.cluster
+        if a.by == 'in-tree':
+            name = ('a' + a.uid.replace('-', ''))[:32]
+            description = 'Kubernetes external service %s' % name
+            child = lambda kind, i: '%s_%s_%d' % (kind, name, i)  # noqa: E731
+        else:
+            name = 'kube_service_%s_%s_%s' % (cluster, ns, svc)
+            description = 'Kubernetes external service %s/%s from cluster %s' % (ns, svc, cluster)
+            child = lambda kind, i: '%s_%d_%s' % (kind, i, name)  # noqa: E731
+        tags = [name] if a.by == 'upstream' else []
+        lb = lbapi.create_load_balancer(name=name, description=description, tags=tags,
+                                        vip_subnet_id=subnet)
+        lb = self.wait_lb_active(lb.id)
+        listeners = []
+        for i, spec in enumerate(a.port):
+            port, node_port = (int(x) for x in spec.split(':'))
+            listener = lbapi.create_listener(name=child('listener', i), protocol='TCP',
+                                             protocol_port=port, load_balancer_id=lb.id,
+                                             tags=tags)
+            self.wait_lb_active(lb.id)
+            pool = lbapi.create_pool(name=child('pool', i), protocol='TCP',
+                                     lb_algorithm='ROUND_ROBIN', listener_id=listener.id)
+            self.wait_lb_active(lb.id)
+            for address in a.member:
+                lbapi.create_member(pool, address=address, protocol_port=node_port,
+                                    name=address, subnet_id=subnet)
+                self.wait_lb_active(lb.id)
+            listeners.append({'id': listener.id, 'protocol_port': port, 'pool_id': pool.id})
+        out = {'id': lb.id, 'name': lb.name, 'vip_address': lb.vip_address,
+               'vip_port_id': lb.vip_port_id, 'listeners': listeners}
+        if a.floating_ip:
+            net = self.network(self.default(None, 'OPENSTACK_EXTERNAL_NETWORK',
+                                            'external network'))
+            attrs = {'floating_network_id': net.id, 'port_id': lb.vip_port_id}
+            if a.by != 'in-tree':
+                attrs['description'] = ('Floating IP for Kubernetes external service %s/%s '
+                                        'from cluster %s' % (ns, svc, cluster))
+            fip = self.conn.network.create_ip(**attrs)
+            out['floating_ip'] = fip_json(fip)
+        if a.security_group:
+            net = self.conn.network
+            group = net.create_security_group(
+                name='lb-sg-%s-%s-%s' % (a.uid, ns, svc),
+                description='Security Group for %s/%s Service LoadBalancer in cluster %s' % (
+                    ns, svc, cluster))
+            cidr = net.get_subnet(subnet).cidr
+            for spec in a.port:
+                node_port = int(spec.split(':')[1])
+                net.create_security_group_rule(
+                    security_group_id=group.id, direction='ingress', ethertype='IPv4',
+                    protocol='tcp', port_range_min=node_port, port_range_max=node_port,
+                    remote_ip_prefix=cidr)
+            for port_id in a.member_port or []:
+                port = net.get_port(port_id)
+                net.update_port(port, security_groups=list(port.security_group_ids) + [group.id])
+            out['security_group'] = group.id
+        return out
+
     def loadbalancer_break(self, a):
         """Marks a load balancer ERROR, as a failed amphora would leave it: the no-op drivers
         never fail, so the status is written into Octavia's database (the stack's SQLite file,
@@ -420,11 +502,13 @@ class Scene:
             listeners = self.existing(lbapi.get_listener, lb.listeners)
             pools = self.existing(lbapi.get_pool, lb.pools)
             out.append({
-                'id': lb.id, 'name': lb.name, 'tags': lb.tags,
+                'id': lb.id, 'name': lb.name, 'tags': lb.tags, 'description': lb.description,
                 'provisioning_status': lb.provisioning_status, 'vip_address': lb.vip_address,
                 'listeners': [{'protocol': x.protocol, 'protocol_port': x.protocol_port,
                                'allowed_cidrs': x.allowed_cidrs} for x in listeners],
-                'pools': [{'id': x.id, 'lb_algorithm': x.lb_algorithm,
+                'listener_details': [{'id': x.id, 'name': x.name, 'tags': x.tags,
+                                      'protocol_port': x.protocol_port} for x in listeners],
+                'pools': [{'id': x.id, 'name': x.name, 'lb_algorithm': x.lb_algorithm,
                            'members': sorted('%s:%s' % (m.address, m.protocol_port)
                                              for m in self.members(x.id))}
                           for x in pools],
@@ -453,6 +537,8 @@ def fip_json(f):
         'floating_network_id': f.floating_network_id,
         'port_id': f.port_id,
         'fixed_ip_address': f.fixed_ip_address,
+        'description': f.description,
+        'tags': f.tags,
     }
 
 
@@ -499,6 +585,20 @@ def parse(argv):
     s.add_argument('--name', help='exact name')
     s = sub.add_parser('loadbalancer-create', help='a bare load balancer, as a user makes one')
     s.add_argument('--name', required=True)
+    s = sub.add_parser('made-lb-create',
+                       help="what another controller left for a Service (upstream's CCM, the "
+                            "in-tree provider)")
+    s.add_argument('--by', required=True, choices=['upstream', 'upstream-untagged', 'in-tree'])
+    s.add_argument('--cluster', default='kubernetes', help='the cluster name it ran with')
+    s.add_argument('--namespace', required=True)
+    s.add_argument('--service', required=True)
+    s.add_argument('--uid', default='', help="the Service's UID (in-tree name, group name)")
+    s.add_argument('--port', action='append', default=[], metavar='PORT:NODEPORT')
+    s.add_argument('--member', action='append', default=[], metavar='ADDRESS')
+    s.add_argument('--floating-ip', action='store_true', help='a floating IP on the VIP')
+    s.add_argument('--security-group', action='store_true', help="upstream's member group")
+    s.add_argument('--member-port', action='append', metavar='PORT_ID',
+                   help='a port the security group goes on')
     s = sub.add_parser('loadbalancer-delete', help='delete a load balancer (cascade)')
     s.add_argument('id')
     s = sub.add_parser('loadbalancer-break',
@@ -540,6 +640,7 @@ def main(argv=None):
         'floating-ip-list': scene.floating_ip_list,
         'security-group-list': scene.security_group_list,
         'loadbalancer-create': scene.loadbalancer_create,
+        'made-lb-create': scene.made_lb_create,
         'loadbalancer-delete': scene.loadbalancer_delete,
         'loadbalancer-list': scene.loadbalancer_list,
         'member-delete': scene.member_delete,

@@ -258,24 +258,41 @@ async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() 
     let theirs = scene(&env, &["loadbalancer-create", "--name", &name]).await;
     let id = theirs["id"].as_str().unwrap().to_owned();
     fake.create("v1", "services", "shop", load_balancer_service("shop", "db", &[(5432, 30432)]));
-    let (process, _cluster, _dir) =
-        start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], cluster_tag);
+    // Another controller's class: left to it, and said so.
+    let mut other = load_balancer_service("shop", "metal", &[(80, 30433)]);
+    other["spec"]["loadBalancerClass"] = json!("example.com/metal");
+    fake.create("v1", "services", "shop", other);
+    let lb = format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]);
+    let cloud = &env["OPENSTACK_CLOUD_APPCRED"];
+    let (process, _cluster, port, _dir) =
+        start_with_flags(&env, &fake, cloud, cluster_tag, &lb, &[]);
 
-    until("a SyncLoadBalancerFailed event", &process, async || {
-        reasons(&fake).iter().any(|r| r == "SyncLoadBalancerFailed").then_some(())
+    until("a LoadBalancerNotOurs event", &process, async || {
+        reasons(&fake).iter().any(|r| r == "LoadBalancerNotOurs").then_some(())
     })
     .await;
-    assert!(process.log().contains("was not created by this controller"), "{}", process.log());
+    let why = "carries no mark of a load balancer made for this Service";
+    // Told once, not once per retry (the backoff retries after 5 s, then 10 s).
+    let lookups = requests(port, "load-balancer", "loadbalancer_list").await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let retries = requests(port, "load-balancer", "loadbalancer_list").await - lookups;
+    assert!(retries >= 1, "no retry in 12 s:\n{}", process.log());
+    assert_eq!(process.log().matches(why).count(), 1, "{}", process.log());
     let svc = fake.get("v1", "services", "shop", "db").unwrap();
     assert!(svc.pointer("/status/loadBalancer/ingress").is_none(), "{svc}");
+    let events = reasons(&fake);
+    assert!(events.iter().any(|r| r == "LoadBalancerClassNotOurs"), "{events:?}");
+    assert!(!events.iter().any(|r| r == "SyncLoadBalancerFailed"), "{events:?}");
+    let metal = fake.get("v1", "services", "shop", "metal").unwrap();
+    assert!(metal["metadata"].get("finalizers").is_none(), "{metal}");
 
     // The Service goes (nothing of ours to clean up); the user's load balancer stays as it was.
     delete_service(&fake, &process, "shop", "db").await;
     let lbs = lb_list(&env, &name).await;
     assert_eq!(lbs.as_array().unwrap().len(), 1, "{lbs}");
     assert_eq!(
-        (lbs[0]["id"].as_str(), lbs[0]["listeners"].clone()),
-        (Some(id.as_str()), json!([]))
+        (lbs[0]["id"].as_str(), lbs[0]["listeners"].clone(), lbs[0]["tags"].clone()),
+        (Some(id.as_str()), json!([]), json!([]))
     );
     scene(&env, &["loadbalancer-delete", &id]).await;
 }

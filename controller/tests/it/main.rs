@@ -10,6 +10,7 @@ mod proxy;
 mod real_openstack;
 mod request_pattern;
 mod support;
+mod takeover;
 mod tls;
 
 // The scale benchmark's replay of Nova and Neutron (and its request classifier), for the
