@@ -404,18 +404,19 @@ class Scene:
         return out
 
     def loadbalancer_break(self, a):
-        """Marks a load balancer ERROR, as a failed amphora would leave it: the no-op drivers
-        never fail, so the status is written into Octavia's database (the stack's SQLite file,
-        beside the env file), with updated_at moved as Octavia moves it."""
+        """Marks a load balancer ERROR, as a failed amphora would leave it (or --status, e.g.
+        PENDING_UPDATE as a slow amphora would, and ACTIVE again): the no-op drivers never fail
+        and never dawdle, so the status is written into Octavia's database (the stack's SQLite
+        file, beside the env file), with updated_at moved as Octavia moves it."""
         import sqlite3
         db = os.path.join(os.path.dirname(os.path.abspath(self.env_file)), 'octavia', 'octavia.db')
         if not os.path.exists(db):
             fail('no Octavia database at %s (a stack with OPENSTACK_OCTAVIA=0?)' % db)
         with sqlite3.connect(db, timeout=30) as conn:
             changed = conn.execute(
-                "UPDATE load_balancer SET provisioning_status = 'ERROR', "
-                "operating_status = 'ERROR', updated_at = datetime('now') WHERE id = ?",
-                (a.id,)).rowcount
+                "UPDATE load_balancer SET provisioning_status = ?, "
+                "operating_status = ?, updated_at = datetime('now') WHERE id = ?",
+                (a.status, 'ERROR' if a.status == 'ERROR' else 'ONLINE', a.id)).rowcount
         if changed != 1:
             fail('no load balancer %s in %s' % (a.id, db))
         lb = self.conn.load_balancer.get_load_balancer(a.id)
@@ -604,6 +605,8 @@ def parse(argv):
     s = sub.add_parser('loadbalancer-break',
                        help="mark a load balancer ERROR in Octavia's database")
     s.add_argument('id')
+    s.add_argument('--status', default='ERROR',
+                   help='provisioning status to write (ERROR; PENDING_UPDATE, ACTIVE)')
     s = sub.add_parser('member-delete', help="delete a pool's member by address")
     s.add_argument('--pool', required=True)
     s.add_argument('--address', required=True)

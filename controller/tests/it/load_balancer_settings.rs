@@ -1,6 +1,8 @@
 //! The service controller end to end, continued: names beyond Octavia's limit, internal load
-//! balancers and annotation changes, ingress hostnames, and a load balancer that goes to ERROR
-//! (helpers in load_balancer.rs; ignored by default, scripts/test.sh runs them).
+//! balancers and annotation changes, ingress hostnames, a load balancer that goes to ERROR and
+//! one Octavia keeps PENDING (helpers in load_balancer.rs; ignored by default, scripts/test.sh runs them).
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -9,8 +11,8 @@ use testkit::kube::load_balancer_service;
 use testkit::stack::StackEnv;
 
 use crate::load_balancer::{
-    OWNER_TAG, delete_service, ingress_ip, lb_list, node, start, start_with, start_with_flags,
-    until,
+    OWNER_TAG, delete_service, ingress_ip, lb_list, node, reasons, start, start_with,
+    start_with_flags, until,
 };
 use crate::support::scene;
 
@@ -189,5 +191,42 @@ async fn a_load_balancer_in_error_is_replaced_and_the_service_follows() {
     .await;
     assert_eq!(replaced["pools"][0]["members"], json!(["10.0.0.181:30181"]));
     delete_service(&fake, &process, "shop", "broken").await;
+    assert_eq!(lb_list(&env, &name).await, json!([]), "{}", process.log());
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn a_load_balancer_octavia_keeps_pending_is_waited_for_and_said_so() {
+    let env = StackEnv::load();
+    let fake = Cluster::start();
+    fake.create("v1", "nodes", "", node("slow-a", "10.0.0.185"));
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "slow", &[(80, 30185)]));
+    let lb = format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]);
+    let (process, cluster, _dir) =
+        start_with(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "slow", &lb);
+    let name = format!("kube_service_{cluster}_shop_slow");
+    ingress_ip(&fake, &process, "shop", "slow").await;
+    let id = lb_list(&env, &name).await[0]["id"].as_str().unwrap().to_owned();
+    let pending = ["loadbalancer-break", &id, "--status", "PENDING_UPDATE"];
+    assert_eq!(scene(&env, &pending).await["provisioning_status"], "PENDING_UPDATE");
+
+    // A change to make while Octavia is busy: the controller says it waits, once.
+    let ranges = json!({"spec": {"loadBalancerSourceRanges": ["192.0.2.0/24"]}});
+    fake.patch("v1", "services", "shop", "slow", ranges);
+    let said = "to leave PENDING_UPDATE";
+    process.wait_line(said, crate::load_balancer::WAIT).await;
+    until("the WaitingForLoadBalancer event", &process, async || {
+        reasons(&fake).iter().any(|r| r == "WaitingForLoadBalancer").then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(process.log().matches(said).count(), 1, "{}", process.log());
+    scene(&env, &["loadbalancer-break", &id, "--status", "ACTIVE"]).await;
+    until("the change made once Octavia is done", &process, async || {
+        let lbs = lb_list(&env, &name).await;
+        (lbs[0]["listeners"][0]["allowed_cidrs"] == json!(["192.0.2.0/24"])).then_some(())
+    })
+    .await;
+    delete_service(&fake, &process, "shop", "slow").await;
     assert_eq!(lb_list(&env, &name).await, json!([]), "{}", process.log());
 }
