@@ -28,11 +28,13 @@ fn user() -> Value {
     json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CCM_USER})
 }
 
-fn service_account() -> Value {
+/// The in-cluster CCM's service account, as a subject.
+pub(super) fn service_account() -> Value {
     json!({"kind": "ServiceAccount", "name": SA, "namespace": NAMESPACE})
 }
 
-fn binding(kind: &str, name: &str, namespace: Option<&str>, subjects: Value) -> Value {
+/// A (Cluster)RoleBinding named after the (Cluster)Role it binds.
+pub(super) fn binding(kind: &str, name: &str, namespace: Option<&str>, subjects: Value) -> Value {
     let role_kind = if kind == "ClusterRoleBinding" { "ClusterRole" } else { "Role" };
     let mut metadata = json!({"name": name});
     if let Some(ns) = namespace {
@@ -47,7 +49,8 @@ fn binding(kind: &str, name: &str, namespace: Option<&str>, subjects: Value) -> 
     })
 }
 
-fn role(kind: &str, name: &str, namespace: Option<&str>, rules: Value) -> Value {
+/// A Role (in `namespace`) or ClusterRole.
+pub(super) fn role(kind: &str, name: &str, namespace: Option<&str>, rules: Value) -> Value {
     let mut metadata = json!({"name": name});
     if let Some(ns) = namespace {
         metadata["namespace"] = json!(ns);
@@ -58,6 +61,20 @@ fn role(kind: &str, name: &str, namespace: Option<&str>, rules: Value) -> Value 
         "metadata": metadata,
         "rules": rules,
     })
+}
+
+/// Leases: `create` for any (RBAC cannot restrict `create` by name) and `verbs` on lease `name`.
+pub(super) fn lease_rules(verbs: &[&str], name: &str) -> Vec<Value> {
+    vec![
+        json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]}),
+        json!({"apiGroups": ["coordination.k8s.io"], "resourceNames": [name],
+               "resources": ["leases"], "verbs": verbs}),
+    ]
+}
+
+/// What the CCM's leader election needs on its main lease (named after its service account).
+pub(super) fn main_lease_rules() -> Vec<Value> {
+    lease_rules(&["get", "patch", "update"], SA)
 }
 
 /// The objects, each with its file name under `manifests/ccm/`, in apply order.
@@ -115,11 +132,7 @@ pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
             binding("ClusterRoleBinding", app, None, json!([service_account(), user()])),
         ),
     ];
-    let mut rules = vec![
-        json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]}),
-        json!({"apiGroups": ["coordination.k8s.io"], "resourceNames": [SA],
-               "resources": ["leases"], "verbs": ["get", "patch", "update"]}),
-    ];
+    let mut rules = main_lease_rules();
     if let Some(name) = in_cluster_secret {
         rules.push(json!({"apiGroups": [""], "resourceNames": [name],
                           "resources": ["secrets"], "verbs": ["get"]}));
