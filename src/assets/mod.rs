@@ -6,6 +6,7 @@
 //!                 ├─ trust-bundle                             │
 //! cloud-access ───┴─ openstack/cloud-facts ─ cloud-provider-config ─┬─ ccm
 //!                 └─ credentials ───────────────────────────────────┘  bootstrap/ccm
+//! options ── ccm/leader-migration ── ccm
 //! ```
 //! The platform-neutral assets ask the platform's [`provider::Provider`] (one module per
 //! platform, mapped in [`platform::PLATFORMS`]). `ccm-assets graph` prints the exact edges.
@@ -85,6 +86,7 @@ pub fn graph(inputs: Inputs) -> graph::Result<Graph> {
         Box::new(cloud_provider_config::CloudProviderConfigAsset),
         Box::new(credentials::CredentialsAsset),
         Box::new(infrastructure::InfrastructureAsset),
+        Box::new(ccm::leader_migration::LeaderMigrationAsset),
         Box::new(ccm::CcmAsset::new(images.clone())),
         Box::new(bootstrap::tls::TlsAsset::new(tls)),
         Box::new(bootstrap::BootstrapAsset::new(images.clone())),

@@ -1,7 +1,7 @@
 //! `options`: the command-line choices that change generated content.
 //!
-//! An asset, so that changing one (`--vsphere-config-format ini`) regenerates what depends on
-//! it, as a changed input does.
+//! An asset, so that changing one (`--vsphere-config-format ini`, `--leader-migration`)
+//! regenerates what depends on it, as a changed input does.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +19,11 @@ pub const KEY: Key<Options> = Key::new(ID);
 pub struct Options {
     /// `--vsphere-config-format`: the vSphere cloud config as YAML (default) or legacy INI.
     pub vsphere_config_format: ConfigFormat,
+    /// `--leader-migration`: generate what a move from the in-tree provider needs (KEP-2436).
+    /// Left out of the state when off, so a directory made before the flag existed is
+    /// up to date as it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub leader_migration: bool,
 }
 
 /// Carries the command's [`Options`] into the graph.

@@ -240,6 +240,15 @@ pub trait Provider: Sync + std::fmt::Debug {
         None
     }
 
+    /// Whether the platform's CCM takes part in leader migration (KEP-2436): it accepts
+    /// `--enable-leader-migration` and `--leader-migration-config` and runs the migrated
+    /// controllers only while it holds the migration lease. Only then may `create manifests
+    /// --leader-migration` be used. Opt in only for a CCM known to do so: otherwise
+    /// kube-controller-manager and the CCM could run the same controllers at once.
+    fn leader_migration(&self) -> bool {
+        false
+    }
+
     /// The Infrastructure's `platformSpec` and `platformStatus` blocks, each under the
     /// platform's install-config name (`openstack`, `ibmcloud`, …, as openshift/api names them
     /// too). A `Null` side is left out (the installer writes no spec block for Azure or GCP).

@@ -49,6 +49,7 @@ fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
         ccm_assets_image,
         ibm_account_id,
         vsphere_config_format,
+        leader_migration,
     } = args;
     let request = Request {
         offline,
@@ -57,6 +58,7 @@ fn create_manifests(args: CreateArgs) -> anyhow::Result<()> {
         ccm_assets_image,
         ibm_account_id,
         vsphere_config_format,
+        leader_migration,
         ..Request::new(dir, env()?)
     };
     let outcome = create::create_manifests(&request)?;

@@ -192,6 +192,24 @@ pub struct CreateArgs {
     /// [VirtualCenter "server"], [Workspace], [Labels]) is for older ones.
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
     pub vsphere_config_format: ConfigFormat,
+
+    /// Prepare a move from the in-tree provider (leader migration).
+    ///
+    /// For a running cluster whose kube-controller-manager still runs the in-tree cloud
+    /// provider: the in-cluster CCM takes its leases in kube-system and runs with
+    /// --enable-leader-migration, so that it and kube-controller-manager never run the route,
+    /// service and cloud-node-lifecycle controllers at the same time while the control plane is
+    /// upgraded (KEP-2436). Also written: the CCM's LeaderMigrationConfiguration (a ConfigMap
+    /// under manifests/ccm/), RBAC on the cloud-provider-extraction-migration lease for both
+    /// managers, and, outside manifests/, DIR/leader-migration/kube-controller-manager.yaml:
+    /// place it on every control-plane node and start kube-controller-manager with
+    /// --enable-leader-migration --leader-migration-config=FILE. The bootstrap CCM is unchanged.
+    ///
+    /// Off by default: a new cluster starts with the external CCM and needs none of it.
+    /// OpenStack only: on any other platform it is an error, because that platform's CCM is
+    /// not known to take the migration lease and both managers could run the same controllers.
+    #[arg(long)]
+    pub leader_migration: bool,
 }
 
 /// Log levels, as the installer names them.

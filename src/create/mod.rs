@@ -19,7 +19,7 @@ pub use inputs::{CaError, INSTALL_CONFIG, install_config_path};
 use crate::assets::cloud_access::AccessRequest;
 use crate::assets::options::Options;
 use crate::assets::vsphere::ConfigFormat;
-use crate::assets::{self, Inputs, platform};
+use crate::assets::{self, Inputs, ccm, platform};
 use crate::graph::{Graph, store};
 use crate::installconfig;
 
@@ -42,6 +42,8 @@ pub struct Request {
     pub ibm_account_id: Option<String>,
     /// `--vsphere-config-format`.
     pub vsphere_config_format: ConfigFormat,
+    /// `--leader-migration`.
+    pub leader_migration: bool,
 }
 
 impl Request {
@@ -56,6 +58,7 @@ impl Request {
             ccm_assets_image: None,
             ibm_account_id: None,
             vsphere_config_format: ConfigFormat::default(),
+            leader_migration: false,
         }
     }
 }
@@ -96,6 +99,10 @@ impl std::fmt::Debug for Prepared {
 pub fn prepare(request: &Request) -> anyhow::Result<Prepared> {
     let config = load_install_config(&request.dir, &request.env)?.config;
     let row = platform::of(&config)?;
+    if request.leader_migration {
+        // Before any cloud is asked: the flag cannot work here whatever the cloud says.
+        ccm::leader_migration::supported_ccm(row)?;
+    }
     let loaded = row.provider.load_access(&AccessRequest {
         config: &config,
         env: &request.env,
@@ -109,7 +116,10 @@ pub fn prepare(request: &Request) -> anyhow::Result<Prepared> {
         access: loaded.access,
         infra_id: request.infra_id.clone(),
         lookup: Some(inputs::lookup(request.offline)),
-        options: Options { vsphere_config_format: request.vsphere_config_format },
+        options: Options {
+            vsphere_config_format: request.vsphere_config_format,
+            leader_migration: request.leader_migration,
+        },
         images: inputs::images(request.ccm_image.clone(), request.ccm_assets_image.clone()),
         tls: inputs::tls(&request.dir)?,
     };

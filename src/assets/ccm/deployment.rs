@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::NAMESPACE;
+use super::{NAMESPACE, leader_migration};
 use crate::assets::provider::{CcmSpec, own_image_security_context};
 
 const PORT: u16 = 10258;
@@ -25,6 +25,9 @@ pub struct Run<'a> {
     pub infra_id: &'a str,
     /// Hash of the config and credentials (rolls the pods when either changes).
     pub hash: &'a str,
+    /// Take part in leader migration: leases in `kube-system`, the migration flags and the
+    /// mounted `LeaderMigrationConfiguration`.
+    pub leader_migration: bool,
 }
 
 impl Run<'_> {
@@ -36,19 +39,24 @@ impl Run<'_> {
         let spec = self.spec;
         let labels = json!({"app": spec.app});
         let config_dir = if spec.inject_credentials { MERGED_CONFIG_DIR } else { spec.config_dir };
+        let lease_namespace =
+            if self.leader_migration { leader_migration::LEASE_NAMESPACE } else { NAMESPACE };
+        let mut args = vec![
+            format!("--cloud-provider={}", spec.cloud_provider),
+            format!("--cloud-config={config_dir}/cloud.conf"),
+            format!("--cluster-name={}", self.infra_id),
+            "--leader-elect=true".to_owned(),
+            format!("--leader-elect-resource-namespace={lease_namespace}"),
+            "--leader-elect-resource-name=cloud-controller-manager".to_owned(),
+        ];
+        if self.leader_migration {
+            args.extend(leader_migration::args());
+        }
+        args.extend([format!("--secure-port={PORT}"), "--v=2".to_owned()]);
         let mut container = json!({
             "name": "cloud-controller-manager",
             "image": self.image,
-            "args": [
-                format!("--cloud-provider={}", spec.cloud_provider),
-                format!("--cloud-config={config_dir}/cloud.conf"),
-                format!("--cluster-name={}", self.infra_id),
-                "--leader-elect=true",
-                format!("--leader-elect-resource-namespace={NAMESPACE}"),
-                "--leader-elect-resource-name=cloud-controller-manager",
-                format!("--secure-port={PORT}"),
-                "--v=2",
-            ],
+            "args": args,
             "ports": [{"containerPort": PORT, "name": "https", "protocol": "TCP"}],
             "livenessProbe": {
                 "httpGet": {"path": "/healthz", "port": PORT, "scheme": "HTTPS"},
@@ -110,6 +118,10 @@ impl Run<'_> {
                     {"mountPath": MERGED_CONFIG_DIR, "name": "merged-config"},
                 ],
             }));
+        }
+        if self.leader_migration {
+            mounts.push(leader_migration::volume_mount());
+            volumes.push(leader_migration::volume());
         }
         mounts.push(
             json!({"mountPath": "/etc/kubernetes", "name": "host-etc-kube", "readOnly": true}),

@@ -4,9 +4,12 @@
 //! CCM; the `cloud-conf` ConfigMap is the provider's derivation of the cloud-provider config,
 //! the credentials Secret the provider's derivation of the `kube-system` one, and the
 //! Deployment ([`deployment`]) runs the provider's [`CcmSpec`]. The Deployment carries a hash
-//! of its config and credentials, so a change to either rolls the pods.
+//! of its config and credentials, so a change to either rolls the pods. With
+//! `--leader-migration` ([`leader_migration`]) it also takes part in the hand-over from the
+//! in-tree provider.
 
 pub mod deployment;
+pub mod leader_migration;
 mod rbac;
 
 use serde_json::{Map, Value, json};
@@ -53,7 +56,7 @@ impl Asset for CcmAsset {
         "Cloud Controller Manager"
     }
     fn dependencies(&self) -> &'static [AssetId] {
-        &[install_config::ID, cluster_id::ID, cloud_conf::ID, credentials::ID]
+        &[install_config::ID, cluster_id::ID, cloud_conf::ID, credentials::ID, leader_migration::ID]
     }
     fn generate(&self, parents: &Parents<'_>) -> Result<Output, AssetError> {
         let config: InstallConfig = parents.get(&install_config::KEY)?;
@@ -62,6 +65,7 @@ impl Asset for CcmAsset {
         // `null` where the platform has no credentials Secret.
         let creds: Option<Credentials> = parents.get(&credentials::KEY)?;
         let creds = creds.and_then(|c| c.data);
+        let migration = parents.get(&leader_migration::KEY)?;
         let row = platform::of(&config)?;
         let (Some(provider_config), Some(spec)) = (provider_config, row.provider.ccm()) else {
             return Ok(Output::default());
@@ -108,15 +112,13 @@ impl Asset for CcmAsset {
             }
             _ => String::new(),
         };
-        let hash = crate::graph::state::sha256(
-            [
-                cloud_conf.as_str(),
-                secret_data.as_str(),
-                provider_config.ca_bundle.as_deref().unwrap_or(""),
-            ]
-            .join("\0")
-            .as_bytes(),
-        );
+        let mut hashed = vec![
+            cloud_conf.as_str(),
+            secret_data.as_str(),
+            provider_config.ca_bundle.as_deref().unwrap_or(""),
+        ];
+        hashed.extend(migration.as_ref().map(|m| m.config.as_str()));
+        let hash = crate::graph::state::sha256(hashed.join("\0").as_bytes());
         let replicas = if config.control_plane_replicas() == 1 { 1 } else { 2 };
         let image = self.images.ccm_for(row.name);
         let run = deployment::Run {
@@ -125,6 +127,7 @@ impl Asset for CcmAsset {
             assets_image: &self.images.assets,
             infra_id: &id.infra_id,
             hash: &hash,
+            leader_migration: migration.is_some(),
         };
         output = output.with_file(File::new(DEPLOYMENT_PATH, to_yaml(&run.deployment(replicas))?));
         if let Some(daemon_set) = run.node_manager(self.images.node_manager_for(row.name)) {

@@ -114,6 +114,11 @@ impl Provider for OpenStack {
         })
     }
 
+    /// Our own CCM (`controller/`) implements leader migration. See: issue 26.
+    fn leader_migration(&self) -> bool {
+        true
+    }
+
     fn infrastructure(&self, config: &InstallConfig, _: &str) -> Option<(Value, Value)> {
         let os = config.platform.openstack.as_ref()?;
         Some(infrastructure(os, config))
