@@ -8,6 +8,7 @@ mod fake_iam;
 mod gcfg_oracle;
 mod ibm_account;
 mod installconfig;
+mod leader_migration;
 mod openstack;
 mod platforms;
 mod real_openstack;

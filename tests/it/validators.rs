@@ -303,3 +303,46 @@ fn generated_clouds_yaml_loads_with_openstacksdk() {
         }
     }
 }
+
+/// Runs tests/tools/validate_crd.py on `files` (relative to `dir`); every file must be named.
+fn validate_ours(dir: &Path, files: &[&str]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let named = run(
+        "tests/tools/validate_crd.py",
+        Command::new(testkit::tools::venv_bin("python"))
+            .current_dir(dir)
+            .arg(repo().join("tests/tools/validate_crd.py"))
+            .arg(repo().join("tests/schemas"))
+            .args(files),
+        &mut failures,
+        |_| false,
+    );
+    for file in files.iter().filter(|f| !named.contains(**f)) {
+        failures.push(format!("tests/tools/validate_crd.py did not check {file}"));
+    }
+    failures
+}
+
+/// `--leader-migration` (issue 26): its manifests pass like every other, and each
+/// LeaderMigrationConfiguration it writes (the two plain files, and the one in the ConfigMap)
+/// passes our strict schema of the v1 type, which refuses what v1 does not have.
+#[test]
+fn leader_migration_outputs_pass_strict_validation() {
+    let run = crate::platforms::pinned(&["--leader-migration"]);
+    let t = crate::platforms::with_credentials(Test::new().example("openstack")).create(&run);
+    t.expect(0);
+    let mut failures = validate(&t.dir(), &manifest_files(&t.dir()));
+    let map: Value =
+        serde_saphyr::from_str(&t.read("manifests/ccm/12-leader-migration-config.yaml")).unwrap();
+    let in_map = map["data"]["leader-migration.yaml"].as_str().expect("the CCM's configuration");
+    std::fs::write(t.dir().join("in-config-map.yaml"), in_map).unwrap();
+    let kcm = "leader-migration/kube-controller-manager.yaml";
+    let files = [kcm, "leader-migration/cloud-controller-manager.yaml", "in-config-map.yaml"];
+    failures.extend(validate_ours(&t.dir(), &files));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The harness must fail on what it exists to catch: v1 has no resourceLock.
+    let bad = format!("{}resourceLock: leases\n", t.read(kcm));
+    std::fs::write(t.dir().join("with-resource-lock.yaml"), bad).unwrap();
+    let failures = validate_ours(&t.dir(), &["with-resource-lock.yaml"]).join("\n");
+    assert!(failures.contains("'resourceLock' was unexpected"), "{failures}");
+}
