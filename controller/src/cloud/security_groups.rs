@@ -29,6 +29,8 @@ pub(crate) struct SecurityGroup {
 #[serde(default)]
 pub(crate) struct Rule {
     pub(crate) id: String,
+    /// The group the rule belongs to.
+    pub(crate) security_group_id: String,
     #[serde(flatten)]
     pub(crate) spec: RuleSpec,
 }
@@ -97,6 +99,9 @@ pub(crate) trait SecurityGroups: Send + Sync + 'static {
     ) -> impl Future<Output = Result<()>> + Send;
     /// Deletes one rule.
     fn delete_rule(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+    /// The rules of any group that let in traffic from the members of group `group_id`
+    /// (`remote_group_id`): the in-tree provider's rules in the nodes' groups.
+    fn rules_naming_group(&self, group_id: &str) -> impl Future<Output = Result<Vec<Rule>>> + Send;
     /// The ports holding any of `addresses` as a fixed IP.
     fn ports_with_ips(
         &self,
@@ -125,6 +130,11 @@ struct GroupsRoot {
 #[derive(Deserialize)]
 struct GroupRoot {
     security_group: SecurityGroup,
+}
+
+#[derive(Deserialize)]
+struct RulesRoot {
+    security_group_rules: Vec<Rule>,
 }
 
 #[derive(Deserialize)]
@@ -222,6 +232,17 @@ impl SecurityGroups for OpenStack {
         let what = format!("security group rule {id}");
         self.call("network", "security_group_rule_delete", &what, |s| async move {
             s.delete(NETWORK, &["security-group-rules", id]).send().await.map(drop)
+        })
+        .await
+    }
+
+    async fn rules_naming_group(&self, group_id: &str) -> Result<Vec<Rule>> {
+        let what = format!("the rules naming security group {group_id}");
+        self.call("network", "security_group_rule_list", &what, |s| async move {
+            let query = [("remote_group_id", group_id)];
+            let root: RulesRoot =
+                s.get(NETWORK, &["security-group-rules"]).query(&query).fetch().await?;
+            Ok(root.security_group_rules)
         })
         .await
     }

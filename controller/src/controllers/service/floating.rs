@@ -28,7 +28,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
 ) -> Result<Option<String>> {
     let attached = on_vip(cloud, lb).await?;
     if settings.internal {
-        release(cloud, &attached, service, settings.keep_floating_ip).await?;
+        release(cloud, lb, &attached, service, settings.keep_floating_ip).await?;
         return Ok(None);
     }
     if let Some(fip) =
@@ -37,7 +37,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         return Ok(Some(fip.floating_ip_address.clone()));
     }
     // Attached but not the address asked for: let go of it first.
-    release(cloud, &attached, service, settings.keep_floating_ip).await?;
+    release(cloud, lb, &attached, service, settings.keep_floating_ip).await?;
     if let Some(address) = requested {
         let filter = [("floating_ip_address", address.to_owned())];
         let doing = format!("looking up floating IP {address}");
@@ -130,18 +130,19 @@ pub(crate) async fn release_all<L: LoadBalancing>(
     keep: bool,
 ) -> Result<()> {
     let attached = on_vip(cloud, lb).await?;
-    release(cloud, &attached, service, keep).await
+    release(cloud, lb, &attached, service, keep).await
 }
 
 async fn release<L: LoadBalancing>(
     cloud: &L,
+    lb: &LoadBalancer,
     fips: &[FloatingIp],
     service: &ServiceId<'_>,
     keep: bool,
 ) -> Result<()> {
     for fip in fips {
         // Only floating IPs a controller allocated for the Service are ever released.
-        if ownership::floating_ip_is_own(fip, service) && !keep {
+        if ownership::floating_ip_is_own(fip, lb, service) && !keep {
             let doing = format!("releasing floating IP {}", fip.floating_ip_address);
             cloud.delete_floating_ip(&fip.id).await.map_err(Error::cloud(doing))?;
         } else {

@@ -138,23 +138,47 @@ pub(crate) async fn find<L: LoadBalancing>(
             Err(source) => return Err(Error::Cloud { doing, source }),
         }
     }
-    let name = names::load_balancer(service.cluster, service.namespace, service.name);
+    let ours = names::load_balancer(service.cluster, service.namespace, service.name);
+    let found = named(cloud, service, &ours).await?;
+    if found != Found::Nothing || service.uid.is_empty() {
+        return Ok((found, stale));
+    }
+    // Made by the in-tree provider before the move to this controller? Its name comes from
+    // the UID, so nobody else's can match; a foreign one of that name is only reported.
+    let found = match named(cloud, service, &names::in_tree(service.uid)).await? {
+        Found::Foreign(_) => Found::Nothing,
+        other => other,
+    };
+    Ok((found, stale))
+}
+
+/// The live load balancer named `name`, by the rule.
+async fn named<L: LoadBalancing>(cloud: &L, service: &ServiceId<'_>, name: &str) -> Result<Found> {
     let doing = format!("looking up load balancer {name:?}");
-    let found = cloud.load_balancers_named(&name).await.map_err(Error::cloud(doing))?;
+    let found = cloud.load_balancers_named(name).await.map_err(Error::cloud(doing))?;
     let live = found.into_iter().filter(|lb| lb.provisioning_status != "PENDING_DELETE");
     let (own, foreign): (Vec<_>, Vec<_>) =
         live.map(|lb| (maker(&lb, service), lb)).partition(|(maker, _)| maker.is_some());
-    let found = match (own.len(), own.into_iter().next(), foreign.into_iter().next()) {
+    Ok(match (own.len(), own.into_iter().next(), foreign.into_iter().next()) {
         (n @ 2.., _, _) => {
-            return Err(Error::Invalid(format!(
-                "{n} load balancers are named {name:?}; expected one"
-            )));
+            let message = format!("{n} load balancers are named {name:?}; expected one");
+            return Err(Error::Invalid(message));
         }
         (_, Some((Some(maker), lb)), _) => Found::Own(lb, maker),
         (_, _, Some((_, lb))) => Found::Foreign(lb),
         _ => Found::Nothing,
-    };
-    Ok((found, stale))
+    })
+}
+
+/// Whether `load-balancer-id` must be written for the Service's own `lb`: it is not named as
+/// ours (the in-tree provider's name), so the annotation is how it is found from then on.
+pub(crate) fn needs_annotation(
+    lb: &LoadBalancer,
+    service: &ServiceId<'_>,
+    annotated: Option<&str>,
+) -> bool {
+    lb.name != names::load_balancer(service.cluster, service.namespace, service.name)
+        && annotated != Some(lb.id.as_str())
 }
 
 /// The clusters whose controllers' descriptions count as marks for the Service: its own, and
@@ -164,13 +188,21 @@ fn clusters<'a>(service: &ServiceId<'a>) -> impl Iterator<Item = &'a str> {
     std::iter::once(service.cluster).chain(default)
 }
 
-/// A floating IP on the VIP of the Service's own load balancer that a controller allocated for
-/// it, and so releases with it: ours (tagged) or upstream's (its description).
-pub(crate) fn floating_ip_is_own(fip: &FloatingIp, service: &ServiceId<'_>) -> bool {
+/// A floating IP on the VIP of the Service's own load balancer `lb` that a controller
+/// allocated for it, and so releases with it: ours (tagged), upstream's (its description), or,
+/// on a load balancer the in-tree provider made, one without description or tags (the in-tree
+/// provider made the floating IP of its VIP so, and released it on delete).
+pub(crate) fn floating_ip_is_own(
+    fip: &FloatingIp,
+    lb: &LoadBalancer,
+    service: &ServiceId<'_>,
+) -> bool {
+    let in_tree = !service.uid.is_empty() && lb.name == names::in_tree(service.uid);
     names::is_ours(&fip.tags)
         || clusters(service).any(|cluster| {
             fip.description == names::upstream_floating_ip(cluster, service.namespace, service.name)
         })
+        || (in_tree && fip.description.is_empty() && fip.tags.is_empty())
 }
 
 /// A security group named for the Service (`lb-sg-<uid>-<ns>-<name>`) that a controller made

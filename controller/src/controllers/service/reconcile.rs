@@ -144,28 +144,35 @@ fn settings<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Res
         .map_err(Error::Settings)
 }
 
-/// Drops `load-balancer-id` from the Service: the load balancer it names is gone.
-pub(super) async fn clear_load_balancer_id<L: LoadBalancing>(
+/// Writes `load-balancer-id` on the Service, or drops it (`None`: the load balancer `was`
+/// names is gone); a drop only while the annotation still names that one (a JSON patch that
+/// tests it first), so that a user's new value is never lost.
+pub(super) async fn set_load_balancer_id<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
-    id: &str,
+    id: Option<&str>,
+    was: Option<&str>,
 ) -> Result<()> {
-    let patch = json!({"metadata": {
-        "annotations": {annotations::LOAD_BALANCER_ID: null},
-        "resourceVersion": service.resource_version(),
-    }});
+    let patch = match (id, was) {
+        (None, Some(was)) => {
+            let path = format!(
+                "/metadata/annotations/{}",
+                annotations::LOAD_BALANCER_ID.replace('/', "~1")
+            );
+            let ops =
+                json!([{"op": "test", "path": path, "value": was}, {"op": "remove", "path": path}]);
+            let ops = serde_json::from_value(ops).map_err(|e| Error::Invalid(e.to_string()))?;
+            Patch::Json::<Value>(ops)
+        }
+        _ => {
+            Patch::Merge(json!({"metadata": {"annotations": {annotations::LOAD_BALANCER_ID: id}}}))
+        }
+    };
+    let doing = "writing the load-balancer-id annotation";
     api(service, ctx)
-        .patch(&service.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(&service.name_any(), &PatchParams::default(), &patch)
         .await
-        .map_err(|source| Error::Kube {
-            doing: "clearing the load-balancer-id annotation",
-            source,
-        })?;
-    let note = format!(
-        "Load balancer {id} of the annotation {} no longer exists: annotation cleared",
-        annotations::LOAD_BALANCER_ID
-    );
-    ctx.event(service, EventType::Normal, "ClearedLoadBalancerId", note).await;
+        .map_err(|source| Error::Kube { doing, source })?;
     Ok(())
 }
 
@@ -202,7 +209,18 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     let annotated = settings.load_balancer_id.as_deref();
     let (found, stale) = ownership::find(ctx.cloud.as_ref(), &id, annotated).await?;
     if stale && let Some(gone) = annotated {
-        clear_load_balancer_id(service, ctx, gone).await?;
+        set_load_balancer_id(service, ctx, None, Some(gone)).await?;
+        let note = format!(
+            "Load balancer {gone} of the annotation {} no longer exists: annotation cleared",
+            annotations::LOAD_BALANCER_ID
+        );
+        ctx.event(service, EventType::Normal, "ClearedLoadBalancerId", note).await;
+    }
+    if let Found::Own(lb, _) = &found
+        && ownership::needs_annotation(lb, &id, annotated.filter(|_| !stale))
+    {
+        // Named by the in-tree provider: from now on found by its ID, as upstream does.
+        set_load_balancer_id(service, ctx, Some(&lb.id), None).await?;
     }
     if let Found::Own(lb, _) | Found::Shared(lb) = &found
         && let Some(address) = ctx.converged.unchanged(&key, fingerprint, lb)

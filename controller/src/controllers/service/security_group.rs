@@ -89,7 +89,7 @@ pub(crate) async fn ensure<C: SecurityGroups>(
     } else {
         subnet_cidrs(cloud, &by_address).await?
     };
-    let group = find_or_create(cloud, owner).await?;
+    let (group, adopting) = find_or_create(cloud, owner).await?;
     let want = rules(ports, source_ranges, members, &member_cidrs);
     sync_rules(cloud, &group, &want).await?;
     let wanted: BTreeMap<&str, &MemberPort> =
@@ -107,10 +107,41 @@ pub(crate) async fn ensure<C: SecurityGroups>(
         groups.push(group.id.clone());
         set_groups(cloud, &port.id, &groups, &group).await?;
     }
+    if adopting {
+        // The in-tree layout let the members in through rules in the nodes' own groups that
+        // name this group (then on the VIP port): gone only now that the members' ports carry
+        // our rules, so no NodePort is refused in between.
+        delete_rules_naming(cloud, &group).await?;
+    }
     let doing = format!("listing the ports of security group {}", group.id);
     let carrying = cloud.ports_in_group(&group.id).await.map_err(Error::cloud(doing))?;
     for port in carrying.iter().filter(|p| !wanted.contains_key(p.id.as_str())) {
         take_off(cloud, port, &group).await?;
+    }
+    if adopting {
+        // Tagged last: a take-over cut short is found again by its description and finished.
+        let mut tags = group.tags.clone();
+        let ours = [owner.load_balancer.to_owned(), names::OWNER_TAG.to_owned()];
+        tags.extend(ours.into_iter().filter(|t| !group.tags.contains(t)));
+        let doing = format!("tagging security group {} (taking it over)", group.id);
+        cloud.tag_security_group(&group.id, &tags).await.map_err(Error::cloud(doing))?;
+        tracing::info!(group = %group.id, name = %group.name, "security group taken over");
+    }
+    Ok(())
+}
+
+/// Deletes the rules of other groups that name `group` as their remote group.
+async fn delete_rules_naming<C: SecurityGroups>(cloud: &C, group: &SecurityGroup) -> Result<()> {
+    let doing = format!("listing the rules naming security group {}", group.id);
+    let naming = cloud.rules_naming_group(&group.id).await.map_err(Error::cloud(doing))?;
+    for rule in naming.iter().filter(|r| r.security_group_id != group.id) {
+        let doing =
+            format!("deleting rule {} of security group {}", rule.id, rule.security_group_id);
+        match cloud.delete_rule(&rule.id).await {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(source) => return Err(Error::cloud(doing)(source)),
+        }
     }
     Ok(())
 }
@@ -122,6 +153,10 @@ pub(crate) async fn delete<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Re
         let carrying = cloud.ports_in_group(&group.id).await.map_err(Error::cloud(doing))?;
         for port in &carrying {
             take_off(cloud, port, &group).await?;
+        }
+        if !names::is_ours(&group.tags) {
+            // Never taken over (the in-tree provider's): its rules in the nodes' groups too.
+            delete_rules_naming(cloud, &group).await?;
         }
         let doing = format!("deleting security group {}", group.id);
         match cloud.delete_security_group(&group.id).await {
@@ -179,24 +214,20 @@ async fn ours<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Result<Vec<Secu
     Ok(found.into_iter().filter(|g| ownership::security_group_is_own(g, owner.service)).collect())
 }
 
-async fn find_or_create<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Result<SecurityGroup> {
+/// The Service's group, and whether it is being taken over (another controller's, not yet
+/// tagged as ours); created when there is none.
+async fn find_or_create<C: SecurityGroups>(
+    cloud: &C,
+    owner: Owner<'_>,
+) -> Result<(SecurityGroup, bool)> {
     let name = owner.group_name();
-    let tags = [owner.load_balancer.to_owned(), names::OWNER_TAG.to_owned()];
     let mut found = ours(cloud, owner).await?;
     match found.len() {
         0 => {}
         1 => {
-            let mut group = found.remove(0);
-            if !names::is_ours(&group.tags) {
-                // Upstream's group: taken over, tagged as ours beside its own tags.
-                let mut all = group.tags.clone();
-                all.extend(tags.iter().filter(|t| !group.tags.contains(t)).cloned());
-                let doing = format!("tagging security group {} (taking it over)", group.id);
-                cloud.tag_security_group(&group.id, &all).await.map_err(Error::cloud(doing))?;
-                tracing::info!(group = %group.id, %name, "security group taken over");
-                group.tags = all;
-            }
-            return Ok(group);
+            let group = found.remove(0);
+            let adopting = !names::is_ours(&group.tags);
+            return Ok((group, adopting));
         }
         n => return Err(Error::Invalid(format!("{n} security groups are named {name:?}"))),
     }
@@ -205,13 +236,14 @@ async fn find_or_create<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Resul
         "Security group for the members of Service {}/{} (load balancer {})",
         service.namespace, service.name, owner.load_balancer
     ));
+    let tags = [owner.load_balancer.to_owned(), names::OWNER_TAG.to_owned()];
     let doing = format!("creating security group {name:?}");
     let group = cloud
         .create_security_group(&name, &description, &tags)
         .await
         .map_err(Error::cloud(doing))?;
     tracing::info!(group = %group.id, %name, "security group created");
-    Ok(group)
+    Ok((group, false))
 }
 
 /// Creates the missing ingress rules, then deletes the ingress rules nobody asked for (in that
@@ -253,76 +285,16 @@ async fn set_groups<C: SecurityGroups>(
     let doing = format!("setting security group {} on port {port_id}", group.id);
     match cloud.set_port_groups(port_id, groups).await {
         Ok(()) => Ok(()),
-        // The port went (its server was deleted): nothing left to change.
-        Err(e) if e.is_not_found() => Ok(()),
+        // The port went (its server was deleted), or it carries a group this project cannot
+        // see (Octavia's own on a VIP port belongs to its service project): left as it is.
+        Err(e) if e.is_not_found() => {
+            tracing::info!(port = %port_id, group = %group.id,
+                "port not found, or it carries a group this project cannot see: left as it is");
+            Ok(())
+        }
         Err(source) => Err(Error::cloud(doing)(source)),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn port(protocol: &str, node_port: u16) -> Port {
-        Port { protocol: protocol.to_owned(), port: 80, node_port }
-    }
-
-    fn member(address: &str) -> Backend {
-        Backend { name: format!("n-{address}"), address: address.to_owned() }
-    }
-
-    fn prefixes(rules: &BTreeSet<RuleSpec>) -> Vec<(String, String, u16, String)> {
-        rules
-            .iter()
-            .map(|r| {
-                (
-                    r.ethertype.clone(),
-                    r.protocol.clone().unwrap(),
-                    r.port_range_min.unwrap(),
-                    r.remote_ip_prefix.clone().unwrap(),
-                )
-            })
-            .collect()
-    }
-
-    #[test]
-    fn without_source_ranges_each_node_port_is_open_to_the_members_families() {
-        let rules = rules(
-            &[port("TCP", 30080), port("UDP", 30053), port("TCP", 0)],
-            &[],
-            &[member("10.0.0.5"), member("fd00::5")],
-            &["10.0.0.0/24".to_owned()],
-        );
-        assert_eq!(
-            prefixes(&rules),
-            [
-                ("IPv4".into(), "tcp".into(), 30080, "0.0.0.0/0".into()),
-                ("IPv4".into(), "udp".into(), 30053, "0.0.0.0/0".into()),
-                ("IPv6".into(), "tcp".into(), 30080, "::/0".into()),
-                ("IPv6".into(), "udp".into(), 30053, "::/0".into()),
-            ]
-        );
-        assert!(
-            rules.iter().all(|r| r.direction == "ingress" && r.port_range_max == r.port_range_min)
-        );
-    }
-
-    #[test]
-    fn source_ranges_also_let_in_the_member_subnet_where_the_load_balancer_speaks_from() {
-        let ranges = ["192.0.2.0/24".to_owned()];
-        let rules = rules(
-            &[port("TCP", 30080)],
-            &ranges,
-            &[member("10.0.0.5")],
-            &["10.0.0.0/24".to_owned()],
-        );
-        let got: Vec<String> = prefixes(&rules).into_iter().map(|p| p.3).collect();
-        assert_eq!(got, ["10.0.0.0/24", "192.0.2.0/24"]);
-    }
-
-    #[test]
-    fn no_members_still_gives_an_ipv4_rule_per_port() {
-        let rules = rules(&[port("SCTP", 30000)], &[], &[], &[]);
-        assert_eq!(prefixes(&rules), [("IPv4".into(), "sctp".into(), 30000, "0.0.0.0/0".into())]);
-    }
-}
+mod tests;

@@ -1,0 +1,377 @@
+use super::*;
+
+fn port(protocol: &str, node_port: u16) -> Port {
+    Port { protocol: protocol.to_owned(), port: 80, node_port }
+}
+
+fn member(address: &str) -> Backend {
+    Backend { name: format!("n-{address}"), address: address.to_owned() }
+}
+
+fn prefixes(rules: &BTreeSet<RuleSpec>) -> Vec<(String, String, u16, String)> {
+    rules
+        .iter()
+        .map(|r| {
+            (
+                r.ethertype.clone(),
+                r.protocol.clone().unwrap(),
+                r.port_range_min.unwrap(),
+                r.remote_ip_prefix.clone().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn without_source_ranges_each_node_port_is_open_to_the_members_families() {
+    let rules = rules(
+        &[port("TCP", 30080), port("UDP", 30053), port("TCP", 0)],
+        &[],
+        &[member("10.0.0.5"), member("fd00::5")],
+        &["10.0.0.0/24".to_owned()],
+    );
+    assert_eq!(
+        prefixes(&rules),
+        [
+            ("IPv4".into(), "tcp".into(), 30080, "0.0.0.0/0".into()),
+            ("IPv4".into(), "udp".into(), 30053, "0.0.0.0/0".into()),
+            ("IPv6".into(), "tcp".into(), 30080, "::/0".into()),
+            ("IPv6".into(), "udp".into(), 30053, "::/0".into()),
+        ]
+    );
+    assert!(rules.iter().all(|r| r.direction == "ingress" && r.port_range_max == r.port_range_min));
+}
+
+#[test]
+fn source_ranges_also_let_in_the_member_subnet_where_the_load_balancer_speaks_from() {
+    let ranges = ["192.0.2.0/24".to_owned()];
+    let rules =
+        rules(&[port("TCP", 30080)], &ranges, &[member("10.0.0.5")], &["10.0.0.0/24".to_owned()]);
+    let got: Vec<String> = prefixes(&rules).into_iter().map(|p| p.3).collect();
+    assert_eq!(got, ["10.0.0.0/24", "192.0.2.0/24"]);
+}
+
+#[test]
+fn no_members_still_gives_an_ipv4_rule_per_port() {
+    let rules = rules(&[port("SCTP", 30000)], &[], &[], &[]);
+    assert_eq!(prefixes(&rules), [("IPv4".into(), "sctp".into(), 30000, "0.0.0.0/0".into())]);
+}
+
+/// An in-memory Neutron for the take-over order: groups with rules (a rule may name a remote
+/// group), ports with groups, and after every write a check that the member's NodePort is
+/// still let in, by our layout or by the in-tree provider's.
+mod neutron {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::cloud::neutron::FixedIp;
+    use crate::cloud::security_groups::{Rule, Subnet};
+
+    #[derive(Debug, Clone)]
+    pub(super) struct FakeRule {
+        pub(super) id: String,
+        pub(super) group: String,
+        pub(super) spec: RuleSpec,
+        pub(super) remote_group: Option<String>,
+    }
+
+    #[derive(Debug, Default)]
+    pub(super) struct State {
+        pub(super) groups: Vec<SecurityGroup>,
+        pub(super) rules: Vec<FakeRule>,
+        /// (port id, address, groups)
+        pub(super) ports: Vec<(String, String, Vec<String>)>,
+        pub(super) log: Vec<String>,
+        pub(super) next: u32,
+    }
+
+    /// The NodePort checked after every write, and its member's port.
+    pub(super) struct Fake {
+        pub(super) state: Mutex<State>,
+        pub(super) node_port: u16,
+        pub(super) member_port: String,
+    }
+
+    impl Fake {
+        fn write(&self, what: String, change: impl FnOnce(&mut State)) {
+            let mut state = self.state.lock().unwrap();
+            change(&mut state);
+            state.log.push(what.clone());
+            assert!(self.let_in(&state), "the NodePort is refused after {what}: {state:#?}");
+        }
+
+        fn let_in(&self, state: &State) -> bool {
+            let groups_of = |port: &str| {
+                state.ports.iter().find(|p| p.0 == port).map(|p| p.2.clone()).unwrap_or_default()
+            };
+            let opens = |r: &FakeRule| r.spec.port_range_min == Some(self.node_port);
+            let member = groups_of(&self.member_port);
+            // Ours: a group on the member's port lets the NodePort in from an address range.
+            let direct = state.rules.iter().any(|r| {
+                member.contains(&r.group) && opens(r) && r.spec.remote_ip_prefix.is_some()
+            });
+            // The in-tree provider's: a node group lets in the members of a group on some port.
+            let carried = |g: &str| state.ports.iter().any(|p| p.2.iter().any(|x| x == g));
+            let remote = state.rules.iter().any(|r| {
+                member.contains(&r.group)
+                    && opens(r)
+                    && r.remote_group.as_deref().is_some_and(&carried)
+            });
+            direct || remote
+        }
+
+        fn group_view(state: &State, group: &SecurityGroup) -> SecurityGroup {
+            let rules =
+                state.rules.iter().filter(|r| r.group == group.id && r.remote_group.is_none());
+            let security_group_rules = rules
+                .map(|r| Rule {
+                    id: r.id.clone(),
+                    security_group_id: r.group.clone(),
+                    spec: r.spec.clone(),
+                })
+                .collect();
+            SecurityGroup { security_group_rules, ..group.clone() }
+        }
+
+        fn port_view(port: &(String, String, Vec<String>)) -> MemberPort {
+            let fixed = FixedIp { ip_address: port.1.clone(), subnet_id: "subnet".into() };
+            MemberPort {
+                id: port.0.clone(),
+                fixed_ips: vec![fixed],
+                security_groups: port.2.clone(),
+                port_security_enabled: Some(true),
+            }
+        }
+    }
+
+    impl SecurityGroups for Fake {
+        async fn security_groups_named(
+            &self,
+            name: &str,
+        ) -> crate::cloud::Result<Vec<SecurityGroup>> {
+            let state = self.state.lock().unwrap();
+            let named = state.groups.iter().filter(|g| g.name == name);
+            Ok(named.map(|g| Fake::group_view(&state, g)).collect())
+        }
+
+        async fn create_security_group(
+            &self,
+            name: &str,
+            description: &str,
+            tags: &[String],
+        ) -> crate::cloud::Result<SecurityGroup> {
+            let mut state = self.state.lock().unwrap();
+            state.next += 1;
+            let group = SecurityGroup {
+                id: format!("g{}", state.next),
+                name: name.into(),
+                description: description.into(),
+                tags: tags.to_vec(),
+                security_group_rules: Vec::new(),
+            };
+            state.groups.push(group.clone());
+            state.log.push(format!("create group {name}"));
+            Ok(group)
+        }
+
+        async fn tag_security_group(&self, id: &str, tags: &[String]) -> crate::cloud::Result<()> {
+            self.write(format!("tag {id}"), |s| {
+                s.groups.iter_mut().filter(|g| g.id == id).for_each(|g| g.tags = tags.to_vec());
+            });
+            Ok(())
+        }
+
+        async fn delete_security_group(&self, id: &str) -> crate::cloud::Result<()> {
+            self.write(format!("delete group {id}"), |s| {
+                s.groups.retain(|g| g.id != id);
+                s.rules.retain(|r| r.group != id && r.remote_group.as_deref() != Some(id));
+            });
+            Ok(())
+        }
+
+        async fn create_rule(&self, group_id: &str, rule: &RuleSpec) -> crate::cloud::Result<()> {
+            let what = format!(
+                "add rule {:?} {:?} to {group_id}",
+                rule.port_range_min, rule.remote_ip_prefix
+            );
+            self.write(what, |s| {
+                s.next += 1;
+                let id = format!("r{}", s.next);
+                s.rules.push(FakeRule {
+                    id,
+                    group: group_id.into(),
+                    spec: rule.clone(),
+                    remote_group: None,
+                });
+            });
+            Ok(())
+        }
+
+        async fn delete_rule(&self, id: &str) -> crate::cloud::Result<()> {
+            self.write(format!("delete rule {id}"), |s| s.rules.retain(|r| r.id != id));
+            Ok(())
+        }
+
+        async fn rules_naming_group(&self, group_id: &str) -> crate::cloud::Result<Vec<Rule>> {
+            let state = self.state.lock().unwrap();
+            let naming = state.rules.iter().filter(|r| r.remote_group.as_deref() == Some(group_id));
+            Ok(naming
+                .map(|r| Rule {
+                    id: r.id.clone(),
+                    security_group_id: r.group.clone(),
+                    spec: r.spec.clone(),
+                })
+                .collect())
+        }
+
+        async fn ports_with_ips(
+            &self,
+            addresses: &[String],
+        ) -> crate::cloud::Result<Vec<MemberPort>> {
+            let state = self.state.lock().unwrap();
+            let held = state.ports.iter().filter(|p| addresses.contains(&p.1));
+            Ok(held.map(Fake::port_view).collect())
+        }
+
+        async fn ports_in_group(&self, group_id: &str) -> crate::cloud::Result<Vec<MemberPort>> {
+            let state = self.state.lock().unwrap();
+            let carrying = state.ports.iter().filter(|p| p.2.iter().any(|g| g == group_id));
+            Ok(carrying.map(Fake::port_view).collect())
+        }
+
+        async fn set_port_groups(
+            &self,
+            port_id: &str,
+            groups: &[String],
+        ) -> crate::cloud::Result<()> {
+            self.write(format!("port {port_id} groups {groups:?}"), |s| {
+                s.ports.iter_mut().filter(|p| p.0 == port_id).for_each(|p| p.2 = groups.to_vec());
+            });
+            Ok(())
+        }
+
+        async fn subnets(&self, _ids: &[String]) -> crate::cloud::Result<Vec<Subnet>> {
+            Ok(vec![Subnet { id: "subnet".into(), cidr: "10.0.0.0/24".into() }])
+        }
+    }
+}
+
+/// What the in-tree provider left for Service shop/web (NodePort 30080): its group on the VIP
+/// port with a rule for the Service port and ICMP, and a rule in the node's group that lets in
+/// the members of that group.
+fn in_tree_layout() -> neutron::Fake {
+    use neutron::{Fake, FakeRule, State};
+    let spec = |port: Option<u16>, protocol: &str, prefix: Option<&str>| RuleSpec {
+        direction: "ingress".into(),
+        ethertype: "IPv4".into(),
+        protocol: Some(protocol.into()),
+        port_range_min: port,
+        port_range_max: port,
+        remote_ip_prefix: prefix.map(str::to_owned),
+    };
+    let group = |id: &str, name: &str, description: &str| SecurityGroup {
+        id: id.into(),
+        name: name.into(),
+        description: description.into(),
+        ..SecurityGroup::default()
+    };
+    let lb_group = "lb-sg-u1-shop-web";
+    let state = State {
+        groups: vec![
+            group(
+                "theirs",
+                lb_group,
+                "Security Group for shop/web Service LoadBalancer in cluster kubernetes",
+            ),
+            group("node", "k8s-node", "the nodes' own group"),
+        ],
+        rules: vec![
+            FakeRule {
+                id: "svc".into(),
+                group: "theirs".into(),
+                spec: spec(Some(80), "tcp", Some("0.0.0.0/0")),
+                remote_group: None,
+            },
+            FakeRule {
+                id: "icmp".into(),
+                group: "theirs".into(),
+                spec: spec(Some(3), "icmp", Some("0.0.0.0/0")),
+                remote_group: None,
+            },
+            FakeRule {
+                id: "via".into(),
+                group: "node".into(),
+                spec: spec(Some(30080), "tcp", None),
+                remote_group: Some("theirs".into()),
+            },
+        ],
+        ports: vec![
+            ("vip".into(), "10.0.0.200".into(), vec!["theirs".into()]),
+            ("member".into(), "10.0.0.5".into(), vec!["node".into()]),
+        ],
+        ..State::default()
+    };
+    Fake { state: std::sync::Mutex::new(state), node_port: 30080, member_port: "member".into() }
+}
+
+#[tokio::test]
+async fn the_in_tree_layout_moves_to_ours_without_a_moment_where_the_node_port_is_refused() {
+    let cloud = in_tree_layout();
+    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
+    let members = [member("10.0.0.5")];
+    // Every write checks that the NodePort is let in (the fake asserts it).
+    ensure(&cloud, owner, &[port("TCP", 30080)], &[], &members).await.unwrap();
+    let log = {
+        let state = cloud.state.lock().unwrap();
+        let ports: Vec<(&str, &[String])> =
+            state.ports.iter().map(|p| (p.0.as_str(), p.2.as_slice())).collect();
+        assert_eq!(
+            ports,
+            [("vip", &[][..]), ("member", &["node".to_owned(), "theirs".to_owned()][..])]
+        );
+        let theirs = state.groups.iter().find(|g| g.id == "theirs").unwrap();
+        assert_eq!(
+            theirs.tags,
+            ["kube_service_infra_shop_web", names::OWNER_TAG],
+            "tagged as ours"
+        );
+        let left: Vec<(&str, Option<u16>)> =
+            state.rules.iter().map(|r| (r.group.as_str(), r.spec.port_range_min)).collect();
+        assert_eq!(left, [("theirs", Some(30080))], "only our rule is left: {:#?}", state.rules);
+        // Tagged last, after the node group's rule and the VIP port were let go.
+        let step = |needle: &str| state.log.iter().position(|l| l.contains(needle)).unwrap();
+        assert!(step("port member") < step("delete rule via"), "{:#?}", state.log);
+        assert!(step("delete rule via") < step("port vip"), "{:#?}", state.log);
+        assert!(step("port vip") < step("tag theirs"), "{:#?}", state.log);
+        state.log.len()
+    };
+
+    // Taken over: the next ensure writes nothing.
+    ensure(&cloud, owner, &[port("TCP", 30080)], &[], &members).await.unwrap();
+    assert_eq!(cloud.state.lock().unwrap().log.len(), log);
+}
+
+#[tokio::test]
+async fn a_service_deleted_before_the_take_over_leaves_no_rule_in_the_nodes_groups() {
+    let cloud = in_tree_layout();
+    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let owner = Owner { service: &service, load_balancer: "" };
+    // Once the Service goes nothing needs its NodePort: the fake's check is off.
+    let cloud = neutron::Fake { node_port: 1, ..cloud };
+    cloud.state.lock().unwrap().rules.push(neutron::FakeRule {
+        id: "keep".into(),
+        group: "node".into(),
+        spec: RuleSpec {
+            port_range_min: Some(1),
+            remote_ip_prefix: Some("0.0.0.0/0".into()),
+            ..RuleSpec::default()
+        },
+        remote_group: None,
+    });
+    delete(&cloud, owner).await.unwrap();
+    let state = cloud.state.lock().unwrap();
+    assert!(state.groups.iter().all(|g| g.id != "theirs"), "{:#?}", state.groups);
+    let left: Vec<&str> = state.rules.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(left, ["keep"], "the node group keeps its own rules only");
+}
