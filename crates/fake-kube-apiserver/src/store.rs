@@ -98,6 +98,9 @@ pub enum PatchType {
 pub struct Store {
     rv: u64,
     uid: u64,
+    /// Seeds the UIDs: random per server, as a real one's are (a controller that names
+    /// cloud objects after a UID must never see two servers' Services share one).
+    uid_seed: std::collections::hash_map::RandomState,
     objects: BTreeMap<ObjectKey, Value>,
     /// The most recent changes, oldest first (at most `history`).
     pub log: VecDeque<Event>,
@@ -113,7 +116,14 @@ impl Default for Store {
 impl Store {
     /// A store keeping the last `history` changes for watches.
     pub fn with_history(history: usize) -> Store {
-        Store { rv: 0, uid: 0, objects: BTreeMap::new(), log: VecDeque::new(), history }
+        Store {
+            rv: 0,
+            uid: 0,
+            uid_seed: std::collections::hash_map::RandomState::new(),
+            objects: BTreeMap::new(),
+            log: VecDeque::new(),
+            history,
+        }
     }
 
     /// The current resourceVersion.
@@ -153,6 +163,18 @@ impl Store {
         matches.map(|(_, v)| v)
     }
 
+    /// A version-4 UUID for the object just counted: random-looking and unique per server.
+    fn next_uid(&self) -> String {
+        use std::hash::BuildHasher;
+        let half = |n: u64| self.uid_seed.hash_one((self.uid, n));
+        let bits =
+            (u128::from(half(0)) << 64 | u128::from(half(1))) & !(0xf000 << 64) & !(0xc << 60)
+                | (0x4000 << 64)
+                | (0x8 << 60);
+        let hex = format!("{bits:032x}");
+        format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+    }
+
     /// Creates an object (name from `metadata.name` or `generateName`).
     pub fn create(
         &mut self,
@@ -183,7 +205,7 @@ impl Store {
         if !namespace.is_empty() {
             meta.insert("namespace".into(), json!(namespace));
         }
-        meta.insert("uid".into(), json!(format!("00000000-0000-0000-0000-{:012x}", self.uid)));
+        meta.insert("uid".into(), json!(self.next_uid()));
         meta.insert("creationTimestamp".into(), json!(now()));
         for field in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
             meta.remove(field);

@@ -77,3 +77,23 @@ fn a_patch_that_changes_nothing_writes_nothing() {
     let out = store.patch(&key("n"), PatchType::Strategic, &same, false).unwrap();
     assert_eq!((rv_of(&out), store.log.len()), ("1", 1));
 }
+
+#[test]
+fn uids_are_version_4_uuids_unique_per_object_and_per_server() {
+    let uid = |store: &mut Store, name: &str| {
+        let node = store.create(&nodes(), "", json!({"metadata": {"name": name}})).unwrap();
+        node["metadata"]["uid"].as_str().unwrap().to_owned()
+    };
+    let (mut one, mut two) = (Store::default(), Store::default());
+    let (a, b, c) = (uid(&mut one, "a"), uid(&mut one, "b"), uid(&mut two, "a"));
+    for u in [&a, &b, &c] {
+        let parts: Vec<usize> = u.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12], "{u}");
+        assert_eq!(&u[14..15], "4", "version 4: {u}");
+        assert!("89ab".contains(&u[19..20]), "RFC 4122 variant: {u}");
+    }
+    assert!(a != b && a != c, "{a} {b} {c}");
+    // Their first 31 hex digits differ too (the in-tree provider's names keep only those).
+    let head = |u: &str| u.replace('-', "")[..31].to_owned();
+    assert_ne!(head(&a), head(&b));
+}
