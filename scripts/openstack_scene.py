@@ -305,10 +305,14 @@ class Scene:
             'id': g.id, 'name': g.name, 'tags': g.tags,
             'rules': [{k: r.get(k) for k in ('direction', 'ethertype', 'protocol',
                                              'port_range_min', 'port_range_max',
-                                             'remote_ip_prefix')}
+                                             'remote_ip_prefix', 'remote_group_id')}
                       for r in g.security_group_rules or []],
         } for g in self.conn.network.security_groups(**query)]
 
+
+    def security_group_delete(self, a):
+        self.retry(self.conn.network.delete_security_group, a.id, ignore_missing=False)
+        return {'id': a.id, 'deleted': True}
 
     def loadbalancer_create(self, a):
         """A bare load balancer (no listeners, no tags) on the internal subnet, waited ACTIVE:
@@ -340,9 +344,9 @@ class Scene:
         it names, describes and tags them: `upstream` (cloud-provider-openstack's CCM on an
         Octavia with tags), `upstream-untagged` (the same on one without: descriptions only) or
         `in-tree` (the legacy provider: `a<uid32>`, no tags). A listener, pool and members per
-        --port; with --floating-ip a floating IP on the VIP, with --security-group the group
-        `lb-sg-<uid>-<ns>-<name>` with a rule per NodePort from the member subnet, on the ports
-        of --member-port (upstream's layout)."""
+        --port; with --floating-ip a floating IP on the VIP (described as upstream describes it;
+        the in-tree provider gave none), with --security-group the Service's group in the
+        maker's layout (made_security_group), --member-port naming the members' ports."""
         lbapi = self.conn.load_balancer
         subnet = self.default(None, 'OPENSTACK_INTERNAL_SUBNET_ID', 'internal subnet')
         ns, svc, cluster = a.namespace, a.service, a.cluster
@@ -385,22 +389,56 @@ class Scene:
             fip = self.conn.network.create_ip(**attrs)
             out['floating_ip'] = fip_json(fip)
         if a.security_group:
-            net = self.conn.network
-            group = net.create_security_group(
-                name='lb-sg-%s-%s-%s' % (a.uid, ns, svc),
-                description='Security Group for %s/%s Service LoadBalancer in cluster %s' % (
-                    ns, svc, cluster))
-            cidr = net.get_subnet(subnet).cidr
-            for spec in a.port:
-                node_port = int(spec.split(':')[1])
-                net.create_security_group_rule(
-                    security_group_id=group.id, direction='ingress', ethertype='IPv4',
-                    protocol='tcp', port_range_min=node_port, port_range_max=node_port,
-                    remote_ip_prefix=cidr)
+            out.update(self.made_security_group(a, lb, subnet))
+        return out
+
+    def made_security_group(self, a, lb, subnet):
+        """The Service's group `lb-sg-<uid>-<ns>-<name>` in the maker's layout. Upstream's: on
+        the member ports, a rule per NodePort from the member subnet. The in-tree provider's: on
+        the VIP port, a rule per Service port from everywhere and ICMP "fragmentation needed",
+        and a group of the nodes (on the member ports) with a rule per NodePort whose remote
+        group is the Service's."""
+        net = self.conn.network
+        group = net.create_security_group(
+            name='lb-sg-%s-%s-%s' % (a.uid, a.namespace, a.service),
+            description='Security Group for %s/%s Service LoadBalancer in cluster %s' % (
+                a.namespace, a.service, a.cluster))
+        ports = [tuple(int(x) for x in spec.split(':')) for spec in a.port]
+
+        def rule(group_id, port, **kw):
+            return net.create_security_group_rule(
+                security_group_id=group_id, direction='ingress', ethertype='IPv4',
+                protocol=kw.pop('protocol', 'tcp'), port_range_min=port, port_range_max=port,
+                **kw)
+
+        def add_group(port_id, group_id, network=net):
+            port = network.get_port(port_id)
+            network.update_port(port, security_groups=list(port.security_group_ids) + [group_id])
+
+        out = {'security_group': group.id}
+        if a.by == 'in-tree':
+            for port, _ in ports:
+                rule(group.id, port, remote_ip_prefix='0.0.0.0/0')
+            net.create_security_group_rule(
+                security_group_id=group.id, direction='ingress', ethertype='IPv4',
+                protocol='icmp', port_range_min=3, port_range_max=4,
+                remote_ip_prefix='0.0.0.0/0')
+            # Octavia's own group on the VIP port belongs to its service project, which the
+            # project cannot see (Neutron answers 404 to a change naming it): as admin.
+            add_group(lb.vip_port_id, group.id, self.admin().network)
+            nodes = net.create_security_group(name='k8s-nodes-%s' % a.uid[:8],
+                                              description='the nodes of a test cluster')
+            for _, node_port in ports:
+                rule(nodes.id, node_port, remote_group_id=group.id)
             for port_id in a.member_port or []:
-                port = net.get_port(port_id)
-                net.update_port(port, security_groups=list(port.security_group_ids) + [group.id])
-            out['security_group'] = group.id
+                add_group(port_id, nodes.id)
+            out['node_group'] = nodes.id
+        else:
+            cidr = net.get_subnet(subnet).cidr
+            for _, node_port in ports:
+                rule(group.id, node_port, remote_ip_prefix=cidr)
+            for port_id in a.member_port or []:
+                add_group(port_id, group.id)
         return out
 
     def loadbalancer_break(self, a):
@@ -586,6 +624,8 @@ def parse(argv):
     s.add_argument('--name', help='exact name')
     s = sub.add_parser('loadbalancer-create', help='a bare load balancer, as a user makes one')
     s.add_argument('--name', required=True)
+    s = sub.add_parser('security-group-delete', help='delete a security group')
+    s.add_argument('id')
     s = sub.add_parser('made-lb-create',
                        help="what another controller left for a Service (upstream's CCM, the "
                             "in-tree provider)")
@@ -597,7 +637,8 @@ def parse(argv):
     s.add_argument('--port', action='append', default=[], metavar='PORT:NODEPORT')
     s.add_argument('--member', action='append', default=[], metavar='ADDRESS')
     s.add_argument('--floating-ip', action='store_true', help='a floating IP on the VIP')
-    s.add_argument('--security-group', action='store_true', help="upstream's member group")
+    s.add_argument('--security-group', action='store_true',
+                   help="the Service's group, in the maker's layout")
     s.add_argument('--member-port', action='append', metavar='PORT_ID',
                    help='a port the security group goes on')
     s = sub.add_parser('loadbalancer-delete', help='delete a load balancer (cascade)')
@@ -642,6 +683,7 @@ def main(argv=None):
         'floating-ip-delete': scene.floating_ip_delete,
         'floating-ip-list': scene.floating_ip_list,
         'security-group-list': scene.security_group_list,
+        'security-group-delete': scene.security_group_delete,
         'loadbalancer-create': scene.loadbalancer_create,
         'made-lb-create': scene.made_lb_create,
         'loadbalancer-delete': scene.loadbalancer_delete,

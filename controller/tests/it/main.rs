@@ -12,6 +12,7 @@ mod request_pattern;
 mod support;
 mod takeover;
 mod tls;
+mod upgrade;
 
 // The scale benchmark's replay of Nova and Neutron (and its request classifier), for the
 // request-pattern tests; the benchmark uses the rest of them.
