@@ -61,6 +61,8 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         leader_elect_resource_namespace,
         leader_elect_resource_name,
         leader_elect_resource_lock: _,
+        enable_leader_migration,
+        leader_migration_config,
         bind_address,
         secure_port,
         tls_cert_file,
@@ -78,6 +80,11 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         v: _,
     } = flags;
 
+    let migration = leader_migration(
+        enable_leader_migration,
+        leader_migration_config.as_deref(),
+        leader_elect,
+    )?;
     let search = config::clouds::search_paths(env.os_client_config_file, env.home);
     let loaded = load_config(cloud_config, search)?;
     tracing::info!(cluster = %cluster_name, "configuration loaded");
@@ -108,7 +115,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         renew_deadline: leader_elect_renew_deadline,
         retry_period: leader_elect_retry_period,
     });
-    let (leading, release) = spawn_leader(&mut tasks, &client, settings, &metrics);
+    let leadership = spawn_leader(&mut tasks, &client, settings, migration.as_ref(), &metrics);
     let plan = Plan {
         controllers,
         concurrency: u16::try_from(concurrent_node_syncs).unwrap_or(u16::MAX),
@@ -117,9 +124,41 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         regional: env.regional,
         networking,
         service,
+        migration,
     };
-    spawn_controllers(&mut tasks, Clients { kube: client, cloud, metrics }, plan, leading);
+    let (gates, release) = (leadership.gates, leadership.release);
+    spawn_controllers(&mut tasks, Clients { kube: client, cloud, metrics }, plan, gates);
     supervise(tasks, release, shutdown).await
+}
+
+/// `--enable-leader-migration` and `--leader-migration-config`, checked: the file alone is an
+/// error (it would silently do nothing); without leader election there is nothing to migrate.
+fn leader_migration(
+    enabled: bool,
+    file: Option<&Path>,
+    leader_elect: bool,
+) -> anyhow::Result<Option<leader::migration::Migration>> {
+    if !enabled {
+        if let Some(file) = file {
+            bail!(
+                "--leader-migration-config {} is given without --enable-leader-migration: add \
+                 --enable-leader-migration, or drop the file",
+                file.display()
+            );
+        }
+        return Ok(None);
+    }
+    if !leader_elect {
+        tracing::warn!(
+            "--enable-leader-migration needs --leader-elect: without leader election nothing is \
+             migrated and every controller runs"
+        );
+        return Ok(None);
+    }
+    let migration = leader::migration::Migration::load(file)?;
+    tracing::info!(lease = %migration.leader_name,
+        controllers = ?migration.placements.keys().collect::<Vec<_>>(), "leader migration on");
+    Ok(Some(migration))
 }
 
 /// Warns about what the command line asked for and this binary does not do.
@@ -234,31 +273,79 @@ fn spawn_credentials(
     }
 }
 
-/// Elects a leader when `settings` is given: the receiver turns true once this process
-/// leads (at once without election); the second elector releases the lease at shutdown.
+/// When the controllers may start: `main` turns true once this process holds the main lease
+/// (at once without election), `migrated` once it also holds the migration lease (the same
+/// as `main` without leader migration).
+#[derive(Debug, Clone)]
+struct Gates {
+    main: watch::Receiver<bool>,
+    migrated: watch::Receiver<bool>,
+}
+
+/// The gates, and the electors that release the leases at shutdown.
+struct Leadership {
+    gates: Gates,
+    release: Vec<leader::Elector>,
+}
+
+/// Elects a leader when `settings` is given and, with leader migration, takes the migration
+/// lease once the main one is held (same namespace, identity and timing). Losing either lease
+/// ends its task, and so the process.
 fn spawn_leader(
     tasks: &mut JoinSet<Task>,
     client: &kube::Client,
     settings: Option<leader::Settings>,
+    migration: Option<&leader::migration::Migration>,
     metrics: &Arc<Metrics>,
-) -> (watch::Receiver<bool>, Option<leader::Elector>) {
-    let (leading_tx, leading_rx) = watch::channel(settings.is_none());
+) -> Leadership {
     let Some(settings) = settings else {
-        drop(leading_tx);
-        return (leading_rx, None);
+        let (_, open) = watch::channel(true);
+        return Leadership {
+            gates: Gates { main: open.clone(), migrated: open },
+            release: Vec::new(),
+        };
     };
-    let release = leader::Elector::new(client.clone(), settings.clone());
-    let mut elector = leader::Elector::new(client.clone(), settings);
+    let main = spawn_lease(tasks, client, settings.clone(), None, metrics);
+    let mut release = vec![leader::Elector::new(client.clone(), settings.clone())];
+    let migrated = match migration {
+        Some(migration) => {
+            let settings = leader::Settings { name: migration.leader_name.clone(), ..settings };
+            release.push(leader::Elector::new(client.clone(), settings.clone()));
+            spawn_lease(tasks, client, settings, Some(main.clone()), metrics)
+        }
+        None => main.clone(),
+    };
+    Leadership { gates: Gates { main, migrated }, release }
+}
+
+/// One lease's task: waits for `after` (the main lease, for the migration one), acquires,
+/// then holds; the receiver turns true once held.
+fn spawn_lease(
+    tasks: &mut JoinSet<Task>,
+    client: &kube::Client,
+    settings: leader::Settings,
+    after: Option<watch::Receiver<bool>>,
+    metrics: &Arc<Metrics>,
+) -> watch::Receiver<bool> {
+    let (held_tx, held_rx) = watch::channel(false);
+    let mut elector = leader::Elector::new(client.clone(), settings.clone());
     let metrics = metrics.clone();
+    let task = if after.is_some() { "migration-leader" } else { "leader" };
+    metrics.set_leader(&settings.name, false);
     tasks.spawn(async move {
+        if let Some(mut after) = after
+            && after.wait_for(|held| *held).await.is_err()
+        {
+            return (task, Err(anyhow::anyhow!("the main lease task ended")));
+        }
         elector.acquire().await;
-        metrics.set_leader(true);
-        let _ = leading_tx.send(true);
+        metrics.set_leader(&settings.name, true);
+        let _ = held_tx.send(true);
         let lost = elector.hold().await;
-        metrics.set_leader(false);
-        ("leader", Err(lost.into()))
+        metrics.set_leader(&settings.name, false);
+        (task, Err(lost.into()))
     });
-    (leading_rx, Some(release))
+    held_rx
 }
 
 /// Nodes per page of the node watch's list: a page is decoded whole, before the projection, and
@@ -275,6 +362,60 @@ struct Plan {
     networking: Networking,
     /// The service controller's settings, when it is enabled (flag and `[LoadBalancer] enabled`).
     service: Option<service::run::Plan>,
+    /// Leader migration, when on.
+    migration: Option<leader::migration::Migration>,
+}
+
+/// Under which lease a controller runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// The main lease (every controller without leader migration).
+    Main,
+    /// The migration lease too.
+    Migrated,
+    /// Never here: leader migration gives it to the other component.
+    Never,
+}
+
+impl Gate {
+    fn of(name: ControllerName, migration: Option<&leader::migration::Migration>) -> Gate {
+        use leader::migration::Placement;
+        match migration.and_then(|m| m.placement(name)) {
+            None => Gate::Main,
+            Some(Placement::Migrated) => Gate::Migrated,
+            Some(Placement::Elsewhere) => Gate::Never,
+        }
+    }
+
+    /// Runs `controller` when `enabled` and its lease is held; otherwise never returns.
+    async fn run(
+        self,
+        name: ControllerName,
+        enabled: bool,
+        gates: &Gates,
+        controller: impl Future<Output = ()>,
+    ) {
+        if !enabled || self == Gate::Never {
+            if enabled {
+                tracing::info!(
+                    controller = name.as_str(),
+                    "leader migration gives this controller to the other component: not run here"
+                );
+            }
+            return std::future::pending().await;
+        }
+        if self == Gate::Migrated {
+            let mut migrated = gates.migrated.clone();
+            if !*migrated.borrow() {
+                tracing::info!(controller = name.as_str(), "waiting for the migration lease");
+            }
+            if migrated.wait_for(|held| *held).await.is_err() {
+                return std::future::pending().await;
+            }
+            tracing::info!(controller = name.as_str(), "migration lease held: starting");
+        }
+        controller.await;
+    }
 }
 
 /// The clients and registry the controllers share.
@@ -286,12 +427,7 @@ struct Clients {
 
 /// Once leading and logged in to OpenStack: the node watch (which feeds the cache both
 /// controllers read), `cloud-node`'s address refresh and `cloud-node-lifecycle`.
-fn spawn_controllers(
-    tasks: &mut JoinSet<Task>,
-    clients: Clients,
-    plan: Plan,
-    mut leading: watch::Receiver<bool>,
-) {
+fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, gates: Gates) {
     let Plan {
         controllers,
         concurrency,
@@ -300,7 +436,11 @@ fn spawn_controllers(
         regional,
         networking,
         service,
+        migration,
     } = plan;
+    let lifecycle_gate = Gate::of(ControllerName::CloudNodeLifecycle, migration.as_ref());
+    let service_gate = Gate::of(ControllerName::Service, migration.as_ref());
+    let mut leading = gates.main.clone();
     let Clients { kube, cloud, metrics } = clients;
     let nodes_api: Api<CachedNode> = Api::all(kube.clone());
     // One reflector of projected Nodes (only the fields the controllers read) feeds the node
@@ -317,7 +457,10 @@ fn spawn_controllers(
         .map(|plan| plan.context(kube.clone(), cloud.clone(), metrics.clone(), controller.store()));
     let mut ctx = Context::new(kube, cloud, metrics, networking, controller.store());
     ctx.regional = regional;
-    ctx.initialize = controllers.node;
+    // Initialization is not migrated (KEP-2436: the kubelet's switch is its own step), but a
+    // file may still give it to the other component.
+    ctx.initialize =
+        controllers.node && Gate::of(ControllerName::CloudNode, migration.as_ref()) != Gate::Never;
     let ctx = Arc::new(ctx);
     let mut connected = ctx.cloud.subscribe_ready();
     tasks.spawn(async move {
@@ -343,16 +486,18 @@ fn spawn_controllers(
                 std::future::pending::<()>().await;
             }
         };
-        let lifecycle = async {
-            if controllers.lifecycle {
-                lifecycle::run(ctx.clone(), monitor_period).await;
-            } else {
-                std::future::pending::<()>().await;
-            }
-        };
+        let lifecycle = lifecycle_gate.run(
+            ControllerName::CloudNodeLifecycle,
+            controllers.lifecycle,
+            &gates,
+            lifecycle::run(ctx.clone(), monitor_period),
+        );
         let services = async {
             match service {
-                Some((ctx, concurrency)) => service::run::start(ctx, concurrency).await,
+                Some((ctx, concurrency)) => {
+                    let run = service::run::start(ctx, concurrency);
+                    service_gate.run(ControllerName::Service, true, &gates, run).await;
+                }
                 None => std::future::pending::<()>().await,
             }
         };
@@ -368,7 +513,7 @@ fn spawn_controllers(
 /// Waits for a signal (Ok, after releasing the lease) or for any task to end (always Err).
 async fn supervise(
     mut tasks: JoinSet<Task>,
-    release: Option<leader::Elector>,
+    release: Vec<leader::Elector>,
     mut shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     tokio::select! {
@@ -386,10 +531,12 @@ async fn supervise(
         () = shutdown.wait() => {
             tracing::info!("signal received; shutting down");
             tasks.abort_all();
-            if let Some(elector) = release
-                && let Err(error) = elector.release().await
-            {
-                tracing::warn!(error = %crate::cloud::session::chain(&error), "cannot release the lease");
+            // The migration lease first: the other component may take its controllers back
+            // while this process still holds the main lease.
+            for elector in release.iter().rev() {
+                if let Err(error) = elector.release().await {
+                    tracing::warn!(error = %crate::cloud::session::chain(&error), "cannot release the lease");
+                }
             }
             Ok(())
         }

@@ -71,6 +71,19 @@ pub struct Flags {
     )]
     pub(crate) leader_elect_resource_name: String,
 
+    /// Leader migration (KEP-2436) from kube-controller-manager's in-tree provider: the
+    /// migrated controllers (by default service, route and cloud-node-lifecycle) run only while
+    /// this process also holds the migration lease, taken after the main one in the same
+    /// namespace. Needs --leader-elect.
+    #[arg(long = "enable-leader-migration", value_name = "BOOL", default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
+    pub(crate) enable_leader_migration: bool,
+
+    /// The LeaderMigrationConfiguration (controllermanager.config.k8s.io/v1, decoded strictly);
+    /// default: upstream's (lease cloud-provider-extraction-migration; route, service and
+    /// cloud-node-lifecycle for any component). Only with --enable-leader-migration.
+    #[arg(long = "leader-migration-config", value_name = "FILE")]
+    pub(crate) leader_migration_config: Option<PathBuf>,
+
     /// Only `leases` is supported (accepted for compatibility).
     #[arg(long = "leader-elect-resource-lock", value_name = "KIND", default_value = "leases", value_parser = ["leases"])]
     pub(crate) leader_elect_resource_lock: String,
@@ -400,6 +413,20 @@ mod tests {
             ["--configure-cloud-routes", "--feature-gates", "--tls-min-version"]
         );
         assert_eq!(f.secure_port, 0);
+    }
+
+    #[test]
+    fn leader_migration_is_off_by_default_and_takes_a_file() {
+        let f = parse(&["--cloud-provider=openstack"]).unwrap();
+        assert!(!f.enable_leader_migration && f.leader_migration_config.is_none());
+        let f = parse(&[
+            "--cloud-provider=openstack",
+            "--enable-leader-migration",
+            "--leader-migration-config=/etc/m.yaml",
+        ])
+        .unwrap();
+        assert!(f.enable_leader_migration);
+        assert_eq!(f.leader_migration_config.as_deref(), Some(std::path::Path::new("/etc/m.yaml")));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! [`Elector::hold`], and `main` then exits: a restart is the only safe way to stop
 //! controllers that may be mid-write.
 
+pub(crate) mod migration;
+
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};

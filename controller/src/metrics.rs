@@ -49,7 +49,14 @@ pub struct Metrics {
     latency: Family<OperationLabels, Histogram, fn() -> Histogram>,
     reconciles: Family<ReconcileLabels, Counter>,
     openstack_connected: Gauge,
-    leader: Gauge,
+    leader: Family<LeaseLabels, Gauge>,
+}
+
+/// Labels of `occm_leader`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaseLabels {
+    /// The Lease's name: the main one, or the leader-migration one.
+    lease: String,
 }
 
 impl Default for Metrics {
@@ -81,8 +88,12 @@ impl Default for Metrics {
             "1 when an OpenStack session is established",
             openstack_connected.clone(),
         );
-        let leader = Gauge::default();
-        registry.register("leader", "1 while this process holds the lease", leader.clone());
+        let leader = Family::<LeaseLabels, Gauge>::default();
+        registry.register(
+            "leader",
+            "1 while this process holds the lease, by lease",
+            leader.clone(),
+        );
         Metrics { registry, calls, latency, reconciles, openstack_connected, leader }
     }
 }
@@ -128,9 +139,9 @@ impl Metrics {
         self.openstack_connected.set(i64::from(up));
     }
 
-    /// Records leadership.
-    pub(crate) fn set_leader(&self, leader: bool) {
-        self.leader.set(i64::from(leader));
+    /// Records leadership of `lease`.
+    pub(crate) fn set_leader(&self, lease: &str, leader: bool) {
+        self.leader.get_or_create(&LeaseLabels { lease: lease.to_owned() }).set(i64::from(leader));
     }
 
     /// OpenMetrics text.

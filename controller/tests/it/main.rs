@@ -3,6 +3,7 @@
 
 mod binary;
 mod end_to_end;
+mod leader_migration;
 mod load_balancer;
 mod load_balancer_settings;
 mod oracle;

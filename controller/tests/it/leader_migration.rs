@@ -1,0 +1,164 @@
+//! Leader migration (KEP-2436), the real binary against the fake API server and the scale
+//! replay of Nova: a test-side holder of the migration lease stands in for the old
+//! kube-controller-manager.
+
+use std::process::Command;
+use std::time::Duration;
+
+use fake_kube_apiserver::FakeApiServer;
+use serde_json::{Value, json};
+use testkit::kube::NodeFixture;
+
+use crate::replay::{self, Replay};
+use crate::support::{BIN, https, requests, start_ccm};
+
+const MIGRATION: &str = "cloud-provider-extraction-migration";
+const OLD_MANAGER: &str = "kube-controller-manager";
+
+fn lease(holder: &str, seconds: i64) -> Value {
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": MIGRATION, "namespace": "kube-system"},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds,
+                 "acquireTime": now, "renewTime": now},
+    })
+}
+
+fn holder(fake: &FakeApiServer, name: &str) -> Option<String> {
+    let lease = fake.get("coordination.k8s.io/v1", "leases", "kube-system", name)?;
+    lease["spec"]["holderIdentity"].as_str().map(str::to_owned)
+}
+
+/// `occm_leader{lease=…}` from /metrics.
+async fn leading(port: u16, lease: &str) -> Option<u64> {
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    let text = https().get(url).send().await.ok()?.text().await.ok()?;
+    let prefix = format!("occm_leader{{lease=\"{lease}\"}} ");
+    text.lines().find_map(|l| l.strip_prefix(&prefix)?.parse().ok())
+}
+
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "not within 30 s: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[test]
+fn a_migration_file_without_the_flag_is_an_error_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("cloud.conf");
+    std::fs::write(&conf, "[Global]\nauth-url = http://127.0.0.1:1/v3\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["--cloud-provider=openstack", "--leader-migration-config=/etc/m.yaml"])
+        .arg(format!("--cloud-config={}", conf.display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--leader-migration-config /etc/m.yaml")
+            && stderr.contains("without --enable-leader-migration"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_migrated_controller_runs_only_while_this_process_holds_the_migration_lease() {
+    let replay = Replay::start(2).await;
+    let fake = FakeApiServer::start().await.unwrap();
+    // A NotReady node: every lifecycle tick lists the servers.
+    let mut node = NodeFixture::initialized(&replay::server_name(0))
+        .provider_id(&format!("openstack:///{}", replay::server_id(0)))
+        .build();
+    node["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown"}]);
+    fake.create("v1", "nodes", "", node);
+    // The old kube-controller-manager holds the migration lease.
+    fake.create("coordination.k8s.io/v1", "leases", "kube-system", lease(OLD_MANAGER, 3600));
+    let conf = format!(
+        "[Global]\nauth-url = {}\nusername = ccm-user\npassword = replay-pass\ntenant-name = \
+         ccm\ndomain-name = Default\n",
+        replay.auth_url()
+    );
+    let flags = [
+        "--controllers=cloud-node-lifecycle",
+        "--enable-leader-migration",
+        "--leader-elect-retry-period=200ms",
+        "--node-monitor-period=500ms",
+    ];
+    let (mut process, port, _dir) = start_ccm(&fake.url(), &conf, &flags);
+    process.wait_line("waiting for the migration lease", Duration::from_secs(30)).await;
+
+    // The main lease is ours, the migration lease theirs: no lifecycle tick here.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(leading(port, "cloud-controller-manager").await, Some(1));
+    assert_eq!(leading(port, MIGRATION).await, Some(0));
+    assert_eq!(requests(port, "compute", "server_list").await, 0, "{}", process.log());
+    assert_eq!(holder(&fake, MIGRATION).as_deref(), Some(OLD_MANAGER));
+
+    // The old manager stops (and releases, as client-go's ReleaseOnCancel does): the lease and
+    // the controller move here.
+    fake.patch(
+        "coordination.k8s.io/v1",
+        "leases",
+        "kube-system",
+        MIGRATION,
+        json!({"spec": {"holderIdentity": null, "leaseDurationSeconds": 1}}),
+    );
+    process.wait_line("migration lease held: starting", Duration::from_secs(30)).await;
+    eventually("a lifecycle tick", async || requests(port, "compute", "server_list").await > 0)
+        .await;
+    assert_eq!(leading(port, MIGRATION).await, Some(1));
+    let ours = holder(&fake, MIGRATION).unwrap();
+    assert_eq!(holder(&fake, "cloud-controller-manager"), Some(ours.clone()));
+
+    // Rolled back: this process stops and hands both leases back at once, the migration one
+    // first, so the old manager takes it without waiting for an expiry.
+    assert_eq!(process.terminate().await, Some(0), "{}", process.log());
+    assert_eq!(holder(&fake, MIGRATION), None, "the migration lease is released");
+    assert_eq!(holder(&fake, "cloud-controller-manager"), None);
+}
+
+#[tokio::test]
+async fn a_controller_the_file_gives_to_the_other_component_never_runs_here() {
+    let replay = Replay::start(1).await;
+    let fake = FakeApiServer::start().await.unwrap();
+    let mut node = NodeFixture::initialized(&replay::server_name(0))
+        .provider_id(&format!("openstack:///{}", replay::server_id(0)))
+        .build();
+    node["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown"}]);
+    fake.create("v1", "nodes", "", node);
+    let conf = format!(
+        "[Global]\nauth-url = {}\nusername = ccm-user\npassword = replay-pass\ntenant-name = \
+         ccm\ndomain-name = Default\n",
+        replay.auth_url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("migration.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: controllermanager.config.k8s.io/v1\nkind: LeaderMigrationConfiguration\n\
+         leaderName: cloud-provider-extraction-migration\ncontrollerLeaders:\n\
+         - name: cloud-node-lifecycle-controller\n  component: kube-controller-manager\n",
+    )
+    .unwrap();
+    let file_flag = format!("--leader-migration-config={}", file.display());
+    let flags = [
+        "--controllers=cloud-node-lifecycle",
+        "--enable-leader-migration",
+        &file_flag,
+        "--leader-elect-retry-period=200ms",
+        "--node-monitor-period=500ms",
+    ];
+    let (process, port, _dir) = start_ccm(&fake.url(), &conf, &flags);
+    process
+        .wait_line("gives this controller to the other component", Duration::from_secs(30))
+        .await;
+    // Both leases held (nobody else wants the migration one), still no lifecycle tick.
+    eventually("the migration lease", async || leading(port, MIGRATION).await == Some(1)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(requests(port, "compute", "server_list").await, 0, "{}", process.log());
+}
