@@ -49,6 +49,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
     let controllers = flags.controllers();
     // Every field named: a new flag that `run` does not use fails the build.
     let Flags {
+        command: _,
         cloud_provider: _,
         cloud_config,
         check_config: _,

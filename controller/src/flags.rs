@@ -13,9 +13,15 @@ use crate::controllers::ControllerName;
 #[command(
     name = "openstack-cloud-controller-manager",
     version,
-    about = "OpenStack cloud-controller-manager"
+    about = "OpenStack cloud-controller-manager",
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
 )]
 pub struct Flags {
+    /// A one-shot command instead of the controller manager.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Cloud provider name; only `openstack`.
     #[arg(long = "cloud-provider", value_name = "NAME", value_parser = cloud_provider, required_unless_present = "check_config")]
     pub(crate) cloud_provider: Option<String>,
@@ -162,6 +168,21 @@ pub struct Flags {
     /// Log verbosity (0–10); `RUST_LOG` overrides.
     #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
     pub v: u8,
+}
+
+/// One-shot commands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Rename every Service's load balancer to the in-tree provider's name, or back.
+    ///
+    /// Before going back to kube-controller-manager's in-tree OpenStack provider, `--to in-tree`
+    /// renames each load balancer this controller manages to `a<uid32>` (the only name the
+    /// in-tree provider looks for), so that it finds the same load balancer, VIP and floating IP
+    /// instead of making a second one. `--to external` renames them back (the controller also
+    /// knows them under the in-tree name). Prints one line per Service; exits 0 when every one
+    /// went through, 1 otherwise (a shared load balancer, one that is not ACTIVE or not the
+    /// Service's own). Safe to run twice.
+    MigrateLoadBalancers(crate::migrate::MigrateArgs),
 }
 
 /// Flags that OpenShift's operator or the upstream manifests pass and that have no effect here

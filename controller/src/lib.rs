@@ -20,4 +20,5 @@ pub mod flags;
 pub mod kube;
 pub(crate) mod leader;
 pub mod metrics;
+pub mod migrate;
 pub(crate) mod server;

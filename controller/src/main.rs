@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use occm::app::{self, Env};
-use occm::flags::Flags;
+use occm::flags::{Command, Flags};
 
 /// jemalloc, not glibc's malloc: the controller's memory comes in bursts (the first list of
 /// every Node, a full resync's server and port lists) and glibc keeps a burst's freed pages in
@@ -37,6 +37,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(Command::MigrateLoadBalancers(args)) = flags.command {
+        let search = occm::config::clouds::search_paths(env.os_client_config_file, env.home);
+        return match runtime.block_on(occm::migrate::run(args, search)) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(error) => {
+                eprintln!("openstack-cloud-controller-manager migrate-load-balancers: {error:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match runtime.block_on(app::run(flags, env)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

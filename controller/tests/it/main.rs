@@ -2,6 +2,7 @@
 //! and (ignored by default) the real Keystone, Nova and Neutron of scripts/openstack-up.sh.
 
 mod binary;
+mod downgrade;
 mod end_to_end;
 mod leader_migration;
 mod load_balancer;

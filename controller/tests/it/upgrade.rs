@@ -13,18 +13,18 @@ use testkit::stack::StackEnv;
 use crate::load_balancer::{OWNER_TAG, delete_service, lb_list, node, reasons, start_with, until};
 use crate::support::scene;
 
-const ANNOTATION: &str = "loadbalancer.openstack.org/load-balancer-id";
+pub(crate) const ANNOTATION: &str = "loadbalancer.openstack.org/load-balancer-id";
 
 /// The addresses of the floating IPs on port `port` (a VIP's): one per load balancer, never a
 /// second. (Counted per object, not per project: other tests run beside this one.)
-async fn floating_ips_on(env: &StackEnv, port: &Value) -> Vec<String> {
+pub(crate) async fn floating_ips_on(env: &StackEnv, port: &Value) -> Vec<String> {
     let fips = scene(env, &["floating-ip-list"]).await;
     let on = fips.as_array().unwrap().iter().filter(|f| f["port_id"] == *port);
     on.filter_map(|f| f["floating_ip_address"].as_str().map(str::to_owned)).collect()
 }
 
 /// The security groups named `name`.
-async fn groups_named(env: &StackEnv, name: &str) -> Vec<Value> {
+pub(crate) async fn groups_named(env: &StackEnv, name: &str) -> Vec<Value> {
     scene(env, &["security-group-list", "--name", name])
         .await
         .as_array()
@@ -32,7 +32,8 @@ async fn groups_named(env: &StackEnv, name: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn in_tree_name(uid: &str) -> String {
+/// The in-tree provider's load-balancer name for the Service of `uid` (`a<uid32>`).
+pub(crate) fn in_tree_name(uid: &str) -> String {
     format!("a{}", uid.replace('-', ""))[..32].to_owned()
 }
 

@@ -35,10 +35,11 @@ pub(crate) fn services_on(tree: &Tree) -> BTreeSet<&str> {
 pub(crate) struct Mine<'a> {
     /// The tags that name the Service (`ownership::service_tags`).
     pub(crate) tags: &'a [String],
-    /// Adopting the Service's own load balancer of this name, made by another controller: its
-    /// listeners that name no Service and are named after it (upstream's `listener_<i>_<lb>`,
-    /// the in-tree provider's `listener_<lb>_<i>`) are the Service's too.
-    pub(crate) adopting: Option<&'a str>,
+    /// Load-balancer names after which a listener that names no Service is the Service's too
+    /// (upstream's `listener_<i>_<lb>`, the in-tree provider's `listener_<lb>_<i>`): the name of
+    /// its own load balancer while adopting it, and its in-tree name (made from its UID, so
+    /// nobody else's), whose listeners the in-tree provider may have added after a downgrade.
+    pub(crate) named_after: &'a [String],
 }
 
 impl Mine<'_> {
@@ -46,10 +47,9 @@ impl Mine<'_> {
         if listener.tags.iter().any(|t| self.tags.contains(t)) {
             return true;
         }
-        let Some(lb) = self.adopting else { return false };
         let names_a_service =
             listener.tags.iter().any(|t| t.starts_with(names::LOAD_BALANCER_PREFIX));
-        !names_a_service && named_after(&listener.name, lb)
+        !names_a_service && self.named_after.iter().any(|lb| named_after(&listener.name, lb))
     }
 }
 

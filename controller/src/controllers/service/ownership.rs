@@ -103,6 +103,15 @@ pub(crate) fn relabel(lb: &LoadBalancer, service: &ServiceId<'_>, maker: Maker) 
         }
         Maker::Us | Maker::Upstream | Maker::InTree => (lb.name.clone(), lb.description.clone()),
     };
+    let tags = our_tags(lb, service);
+    let same = name == lb.name && description == lb.description && tags == lb.tags;
+    (!same).then_some(Change::UpdateLoadBalancer { name, description, tags })
+}
+
+/// `lb`'s tags with ours (the Service's load-balancer name and the owner tag) added and the
+/// Service's name under the default cluster name dropped; every other tag kept.
+pub(crate) fn our_tags(lb: &LoadBalancer, service: &ServiceId<'_>) -> Vec<String> {
+    let ours = names::load_balancer(service.cluster, service.namespace, service.name);
     let stale = service_tags(service).into_iter().filter(|t| *t != ours).collect::<Vec<_>>();
     let mut tags: Vec<String> = lb.tags.iter().filter(|t| !stale.contains(t)).cloned().collect();
     for tag in [ours, names::OWNER_TAG.to_owned()] {
@@ -110,8 +119,7 @@ pub(crate) fn relabel(lb: &LoadBalancer, service: &ServiceId<'_>, maker: Maker) 
             tags.push(tag);
         }
     }
-    let same = name == lb.name && description == lb.description && tags == lb.tags;
-    (!same).then_some(Change::UpdateLoadBalancer { name, description, tags })
+    tags
 }
 
 /// The Service's load balancer: the one `load-balancer-id` names, else the one with its name.

@@ -14,7 +14,8 @@ use super::annotations::{self, Settings};
 use super::desired::{self, NodeView, Port, ServiceId, Vip};
 use super::ownership::{self, Found, Maker};
 use super::{
-    Error, FINALIZER, Result, ServiceContext, converged, diff, floating, security_group, wait,
+    Error, FINALIZER, Result, ServiceContext, converged, diff, floating, names, security_group,
+    wait,
 };
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{ACTIVE, Change, ERROR, LoadBalancer, LoadBalancerSpec};
@@ -393,8 +394,14 @@ pub(super) async fn converge<L: LoadBalancing>(
         );
         return Err(Error::LeftAlone { reason: "SharedLoadBalancerFull", message });
     }
-    let adopting = maker.filter(|m| *m != Maker::Us).map(|_| lb.name.as_str());
-    let mine = diff::Mine { tags: &tags, adopting };
+    let mut named_after = Vec::new();
+    if !id.uid.is_empty() {
+        named_after.push(names::in_tree(id.uid));
+    }
+    if maker.is_some_and(|m| m != Maker::Us) {
+        named_after.push(lb.name.clone());
+    }
+    let mine = diff::Mine { tags: &tags, named_after: &named_after };
     let mut changes = diff::plan(&spec.listeners, &tree, mine).map_err(|taken| {
         let message = format!(
             "port {}/{} is already used by another Service on load balancer {}",

@@ -6,7 +6,7 @@ const TAG: &str = "kube_service_kubernetes_default_web";
 
 fn mine() -> Mine<'static> {
     static TAGS: std::sync::LazyLock<[String; 1]> = std::sync::LazyLock::new(|| [TAG.to_owned()]);
-    Mine { tags: TAGS.as_slice(), adopting: None }
+    Mine { tags: TAGS.as_slice(), named_after: &[] }
 }
 
 fn member(address: &str, port: u16) -> MemberSpec {
@@ -228,7 +228,8 @@ fn an_adopted_trees_untagged_listeners_named_after_it_are_mine_and_get_our_names
     other.tags = vec!["kube_service_c_default_api".into()];
     let rest = applied(&[user, other]);
     theirs.listeners.extend(rest.listeners);
-    let adopting = Mine { adopting: Some(UPSTREAM), ..mine() };
+    let names = [UPSTREAM.to_owned()];
+    let adopting = Mine { named_after: &names, ..mine() };
     let ops = plan(&desired, &theirs, adopting).unwrap();
     let labels: Vec<_> = ops.iter().map(Op::label).collect();
     // Relabelled in place; the user's and the other Service's listeners untouched.
@@ -253,7 +254,7 @@ fn a_renamed_cluster_tag_on_a_listener_is_replaced_by_ours() {
     let old = "kube_service_old_default_web".to_owned();
     tree.listeners[0].tags = vec![old.clone()];
     let tags = [TAG.to_owned(), old];
-    let ops = plan(&desired, &tree, Mine { tags: &tags, adopting: None }).unwrap();
+    let ops = plan(&desired, &tree, Mine { tags: &tags, named_after: &[] }).unwrap();
     let [Op::UpdateListener { spec, .. }] = ops.as_slice() else { panic!("{ops:#?}") };
     assert_eq!(spec.tags, [TAG]);
 }
