@@ -59,7 +59,7 @@ if [ -n "$real$lb" ]; then
   export CCM_OPENSTACK_ENV
   if [ -n "$lb" ]; then
     if [ -n "$quick" ]; then
-      CCM_BENCH_SERVICES=2 cargo test --locked -q -p openstack-cloud-controller-manager \
+      CCM_BENCH_SERVICES=2 CCM_BENCH_ADOPTED=1 cargo test --locked -q -p openstack-cloud-controller-manager \
         --bench load_balancers >/dev/null
       printf 'ok  load balancers against the real Octavia (2 Services)\n'
     else

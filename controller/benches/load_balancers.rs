@@ -6,6 +6,9 @@
 //! Ready nodes, with `--concurrent-service-syncs` C (default 1, upstream's default;
 //! `CCM_BENCH_LB_CONCURRENCY`). Prints and writes `target/bench/load_balancers.json`:
 //! - time from each Service's creation to its `status.loadBalancer.ingress` (p50, p99, max);
+//! - requests per Service adopted from the in-tree provider (A Services, default 3;
+//!   `CCM_BENCH_ADOPTED`: their load balancers made as the in-tree provider made them by
+//!   scripts/openstack_scene.py before the controller starts, members already right);
 //! - requests per Service created, per Service when one node is added, per Service when the
 //!   controller restarts (nothing cached: a full check of each), and per Service resync with
 //!   nothing changed, split into mutating and read requests. The resync figure averages
@@ -53,6 +56,32 @@ fn node(i: usize) -> Value {
     let mut node = NodeFixture::initialized(&format!("lbb-node-{i:02}")).build();
     node["status"]["addresses"] = json!([{"type": "InternalIP", "address": format!("10.0.1.{i}")}]);
     node
+}
+
+/// Service `adopt-<i>` and, as the in-tree provider left it, its load balancer (every node a
+/// member of each pool).
+fn in_tree_service(fake: &FakeApiServer, i: usize) {
+    let base = 32000 + (i as u16) * 3;
+    let ports: Vec<(u16, u16)> = PORTS.iter().zip(base..).map(|(p, n)| (*p, n)).collect();
+    let name = format!("adopt-{i:03}");
+    let svc =
+        fake.create("v1", "services", NAMESPACE, load_balancer_service(NAMESPACE, &name, &ports));
+    let uid = svc["metadata"]["uid"].as_str().expect("a UID").to_owned();
+    let scene =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/openstack_scene.py");
+    let mut args: Vec<String> = ["made-lb-create", "--by", "in-tree", "--namespace", NAMESPACE]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(["--service".into(), name, "--uid".into(), uid])
+        .collect();
+    for (port, node_port) in &ports {
+        args.extend(["--port".to_owned(), format!("{port}:{node_port}")]);
+    }
+    for n in 0..NODES {
+        args.extend(["--member".to_owned(), format!("10.0.1.{n}")]);
+    }
+    let out = Command::new(&scene).args(&args).output().expect("run openstack_scene.py");
+    assert!(out.status.success(), "openstack_scene.py: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 fn service(i: usize) -> Value {
@@ -207,6 +236,7 @@ fn main() {
 
 async fn run() {
     let services = env_number("CCM_BENCH_SERVICES", 50);
+    let adopted = env_number("CCM_BENCH_ADOPTED", 3);
     let concurrency = env_number("CCM_BENCH_LB_CONCURRENCY", 1);
     let env = StackEnv::load();
     assert!(env.get("OPENSTACK_LOADBALANCER_URL").is_some(), "the stack runs no Octavia");
@@ -233,9 +263,21 @@ async fn run() {
         ]
     };
     let n = services as u64;
+    // What the in-tree provider left, adopted at the first start: from the controller's first
+    // request until it is quiet, with its login and catalog reads left out (per_service).
+    for i in 0..adopted {
+        in_tree_service(&fake, i);
+    }
+    let mark = real.counter.hits().len();
     // Phases that count every request until the controller goes quiet run without resyncs.
     let controller = Controller::start(&dir, &fake, &conf, &flags("1h"));
+    controller.until_reconciles(adopted as u64, Duration::from_secs(120)).await;
     settle(&real.counter, Duration::from_secs(2), Duration::from_secs(60)).await;
+    let adoption = per_service(&real.counter, mark, adopted.max(1));
+    for i in 0..adopted {
+        fake.delete("v1", "services", NAMESPACE, &format!("adopt-{i:03}"));
+    }
+    settle(&real.counter, Duration::from_secs(2), Duration::from_secs(120)).await;
 
     // Creates: every Service posted at once, each timed to its ingress.
     let mark = real.counter.hits().len();
@@ -314,6 +356,8 @@ async fn run() {
             "p99": percentile(&times, 0.99),
             "max": times.last(),
         },
+        "services_adopted": adopted,
+        "requests_per_service_adopted": adoption,
         "requests_per_service_created": created,
         "requests_per_service_per_node_added": node_added,
         "requests_per_service_at_restart": restart,
@@ -342,6 +386,7 @@ fn print_table(f: &Value) {
     );
     println!("| per Service | mutating | reads | by operation |\n|---|---|---|---|");
     for (label, key) in [
+        ("adopted from the in-tree provider", "requests_per_service_adopted"),
         ("created", "requests_per_service_created"),
         ("one node added", "requests_per_service_per_node_added"),
         ("controller restarted", "requests_per_service_at_restart"),
