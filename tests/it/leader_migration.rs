@@ -119,8 +119,8 @@ fn an_edited_ccm_configuration_is_kept_and_rolls_the_deployment() {
     };
     let first = hash(&t);
     let edited = t.read(CONFIG_MAP).replacen(
-        "- component: cloud-controller-manager\n      name: route-controller",
-        "- component: '*'\n      name: route-controller",
+        "- component: cloud-controller-manager\n      name: route",
+        "- component: '*'\n      name: route",
         1,
     );
     assert_ne!(edited, t.read(CONFIG_MAP));

@@ -54,10 +54,11 @@ const KCM_FILE: &str = "leader-migration/kube-controller-manager.yaml";
 const CCM_FILE: &str = "leader-migration/cloud-controller-manager.yaml";
 const KCM: &str = "kube-controller-manager";
 const CCM: &str = "cloud-controller-manager";
-/// The controllers kube-controller-manager runs for an in-tree provider, as the upstream
-/// default configuration names them (our CCM also accepts its canonical names and aliases).
-const CONTROLLERS: [&str; 3] =
-    ["route-controller", "service-controller", "cloud-node-lifecycle-controller"];
+/// The controllers kube-controller-manager runs for an in-tree provider, by the names its
+/// releases that still had the in-tree OpenStack provider (up to 1.25) give them: a name it does
+/// not know is not migrated, and would run under both managers. (The `*-controller` forms came
+/// with 1.27; our CCM accepts those, the canonical names and these.)
+const CONTROLLERS: [&str; 3] = ["route", "service", "cloud-node-lifecycle"];
 /// The user kube-controller-manager authenticates as.
 const KCM_USER: &str = "system:kube-controller-manager";
 
