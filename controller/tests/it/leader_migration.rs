@@ -162,3 +162,79 @@ async fn a_controller_the_file_gives_to_the_other_component_never_runs_here() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(requests(port, "compute", "server_list").await, 0, "{}", process.log());
 }
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn the_service_controller_moves_with_the_migration_lease_and_back() {
+    use testkit::cluster::Cluster;
+    use testkit::kube::load_balancer_service;
+    use testkit::stack::StackEnv;
+
+    use crate::load_balancer::{ingress_ip, lb_list, node};
+    let env = StackEnv::load();
+    let fake = Cluster::start();
+    fake.create("v1", "nodes", "", node("mig-a", "10.0.0.201"));
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "moved", &[(80, 30201)]));
+    fake.create("coordination.k8s.io/v1", "leases", "kube-system", lease(OLD_MANAGER, 3600));
+    let cluster = format!("mig{}", std::process::id());
+    let conf = format!(
+        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {}\n\n[LoadBalancer]\nsubnet-id = \
+         {}\n",
+        env["OPENSTACK_CLOUDS_YAML"],
+        env["OPENSTACK_CLOUD_APPCRED"],
+        env["OPENSTACK_INTERNAL_SUBNET_ID"]
+    );
+    let cluster_flag = format!("--cluster-name={cluster}");
+    let flags = [
+        "--controllers=service",
+        &cluster_flag,
+        "--enable-leader-migration",
+        "--leader-elect-retry-period=200ms",
+    ];
+    let (mut process, port, _dir) = start_ccm(&fake.url(), &conf, &flags);
+    let lease_holder = || {
+        let lease = fake.get("coordination.k8s.io/v1", "leases", "kube-system", MIGRATION);
+        lease.and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_owned))
+    };
+    process.wait_line("waiting for the migration lease", Duration::from_secs(60)).await;
+
+    // The old manager holds the service controller: nothing of ours touches the Service.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let name = format!("kube_service_{cluster}_shop_moved");
+    let svc = fake.get("v1", "services", "shop", "moved").unwrap();
+    assert!(svc["metadata"].get("finalizers").is_none(), "{svc}\n{}", process.log());
+    assert_eq!(lb_list(&env, &name).await, json!([]));
+    assert_eq!(leading(port, MIGRATION).await, Some(0));
+    assert_eq!(lease_holder().as_deref(), Some(OLD_MANAGER));
+
+    // It stops: the lease, and the service controller, move here.
+    let release = json!({"spec": {"holderIdentity": null, "leaseDurationSeconds": 1}});
+    fake.patch("coordination.k8s.io/v1", "leases", "kube-system", MIGRATION, release);
+    ingress_ip(&fake, &process, "shop", "moved").await;
+    assert_eq!(leading(port, MIGRATION).await, Some(1));
+    let events = fake.list("events.k8s.io/v1", "events");
+    let ours: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["regarding"]["name"] == "moved")
+        .map(|e| &e["reportingController"])
+        .collect();
+    assert!(!ours.is_empty() && ours.iter().all(|c| *c == "service-lb-controller"), "{ours:?}");
+
+    // Rolled back: stopped, it hands the lease back at once; the old manager takes it.
+    assert_eq!(process.terminate().await, Some(0));
+    assert_eq!(lease_holder(), None);
+    fake.patch(
+        "coordination.k8s.io/v1",
+        "leases",
+        "kube-system",
+        MIGRATION,
+        json!({"spec": {"holderIdentity": OLD_MANAGER, "leaseDurationSeconds": 3600}}),
+    );
+    assert_eq!(lease_holder().as_deref(), Some(OLD_MANAGER));
+    // Clean up with a controller of our own again (the lease is the old manager's: drop it).
+    fake.delete("coordination.k8s.io/v1", "leases", "kube-system", MIGRATION);
+    let (process, _port, _dir) =
+        start_ccm(&fake.url(), &conf, &[flags[0], flags[1], "--leader-elect=false"]);
+    crate::load_balancer::delete_service(&fake, &process, "shop", "moved").await;
+    assert_eq!(lb_list(&env, &name).await, json!([]), "{}", process.log());
+}
