@@ -39,6 +39,24 @@ async fn leading(port: u16, lease: &str) -> Option<u64> {
     text.lines().find_map(|l| l.strip_prefix(&prefix)?.parse().ok())
 }
 
+/// The Nova replay with one NotReady node (so every lifecycle tick lists the servers), the
+/// fake API server, and a cloud.conf for the replay.
+async fn lifecycle_scene() -> (Replay, FakeApiServer, String) {
+    let replay = Replay::start(1).await;
+    let fake = FakeApiServer::start().await.unwrap();
+    let mut node = NodeFixture::initialized(&replay::server_name(0))
+        .provider_id(&format!("openstack:///{}", replay::server_id(0)))
+        .build();
+    node["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown"}]);
+    fake.create("v1", "nodes", "", node);
+    let conf = format!(
+        "[Global]\nauth-url = {}\nusername = ccm-user\npassword = replay-pass\ntenant-name = \
+         ccm\ndomain-name = Default\n",
+        replay.auth_url()
+    );
+    (replay, fake, conf)
+}
+
 async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while !check().await {
@@ -68,21 +86,9 @@ fn a_migration_file_without_the_flag_is_an_error_naming_both() {
 
 #[tokio::test]
 async fn a_migrated_controller_runs_only_while_this_process_holds_the_migration_lease() {
-    let replay = Replay::start(2).await;
-    let fake = FakeApiServer::start().await.unwrap();
-    // A NotReady node: every lifecycle tick lists the servers.
-    let mut node = NodeFixture::initialized(&replay::server_name(0))
-        .provider_id(&format!("openstack:///{}", replay::server_id(0)))
-        .build();
-    node["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown"}]);
-    fake.create("v1", "nodes", "", node);
+    let (_replay, fake, conf) = lifecycle_scene().await;
     // The old kube-controller-manager holds the migration lease.
     fake.create("coordination.k8s.io/v1", "leases", "kube-system", lease(OLD_MANAGER, 3600));
-    let conf = format!(
-        "[Global]\nauth-url = {}\nusername = ccm-user\npassword = replay-pass\ntenant-name = \
-         ccm\ndomain-name = Default\n",
-        replay.auth_url()
-    );
     let flags = [
         "--controllers=cloud-node-lifecycle",
         "--enable-leader-migration",
@@ -124,18 +130,7 @@ async fn a_migrated_controller_runs_only_while_this_process_holds_the_migration_
 
 #[tokio::test]
 async fn a_controller_the_file_gives_to_the_other_component_never_runs_here() {
-    let replay = Replay::start(1).await;
-    let fake = FakeApiServer::start().await.unwrap();
-    let mut node = NodeFixture::initialized(&replay::server_name(0))
-        .provider_id(&format!("openstack:///{}", replay::server_id(0)))
-        .build();
-    node["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown"}]);
-    fake.create("v1", "nodes", "", node);
-    let conf = format!(
-        "[Global]\nauth-url = {}\nusername = ccm-user\npassword = replay-pass\ntenant-name = \
-         ccm\ndomain-name = Default\n",
-        replay.auth_url()
-    );
+    let (_replay, fake, conf) = lifecycle_scene().await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("migration.yaml");
     std::fs::write(
