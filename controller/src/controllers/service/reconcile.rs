@@ -103,9 +103,17 @@ async fn patch_finalizers<L: LoadBalancing>(
         "finalizers": finalizers,
         "resourceVersion": service.resource_version(),
     }});
-    let name = service.name_any();
+    patch_service(service, ctx, &Patch::Merge(patch), doing).await
+}
+
+async fn patch_service<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    patch: &Patch<Value>,
+    doing: &'static str,
+) -> Result<()> {
     api(service, ctx)
-        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(&service.name_any(), &PatchParams::default(), patch)
         .await
         .map_err(|source| Error::Kube { doing, source })?;
     Ok(())
@@ -145,35 +153,36 @@ fn settings<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Res
         .map_err(Error::Settings)
 }
 
-/// Writes `load-balancer-id` on the Service, or drops it (`None`: the load balancer `was`
-/// names is gone); a drop only while the annotation still names that one (a JSON patch that
-/// tests it first), so that a user's new value is never lost.
-pub(super) async fn set_load_balancer_id<L: LoadBalancing>(
+/// Writes `load-balancer-id` on the Service (its load balancer has the in-tree name).
+async fn write_load_balancer_id<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
-    id: Option<&str>,
-    was: Option<&str>,
+    id: &str,
 ) -> Result<()> {
-    let patch = match (id, was) {
-        (None, Some(was)) => {
-            let path = format!(
-                "/metadata/annotations/{}",
-                annotations::LOAD_BALANCER_ID.replace('/', "~1")
-            );
-            let ops =
-                json!([{"op": "test", "path": path, "value": was}, {"op": "remove", "path": path}]);
-            let ops = serde_json::from_value(ops).map_err(|e| Error::Invalid(e.to_string()))?;
-            Patch::Json::<Value>(ops)
-        }
-        _ => {
-            Patch::Merge(json!({"metadata": {"annotations": {annotations::LOAD_BALANCER_ID: id}}}))
-        }
-    };
-    let doing = "writing the load-balancer-id annotation";
-    api(service, ctx)
-        .patch(&service.name_any(), &PatchParams::default(), &patch)
+    let patch = json!({"metadata": {"annotations": {annotations::LOAD_BALANCER_ID: id}}});
+    patch_service(service, ctx, &Patch::Merge(patch), "writing the load-balancer-id annotation")
         .await
-        .map_err(|source| Error::Kube { doing, source })?;
+}
+
+/// Drops `load-balancer-id`, which names load balancer `gone`, no longer there: only while it
+/// still names that one (a JSON patch that tests it first), so that a user's new value is
+/// never lost.
+async fn clear_load_balancer_id<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    gone: &str,
+) -> Result<()> {
+    let path =
+        format!("/metadata/annotations/{}", annotations::LOAD_BALANCER_ID.replace('/', "~1"));
+    let ops = json!([{"op": "test", "path": path, "value": gone}, {"op": "remove", "path": path}]);
+    let ops = serde_json::from_value(ops).map_err(|e| Error::Invalid(e.to_string()))?;
+    patch_service(service, ctx, &Patch::Json(ops), "clearing the load-balancer-id annotation")
+        .await?;
+    let note = format!(
+        "Load balancer {gone} of the annotation {} no longer exists: annotation cleared",
+        annotations::LOAD_BALANCER_ID
+    );
+    ctx.event(service, EventType::Normal, "ClearedLoadBalancerId", note).await;
     Ok(())
 }
 
@@ -210,18 +219,13 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     let annotated = settings.load_balancer_id.as_deref();
     let (found, stale) = ownership::find(ctx.cloud.as_ref(), &id, annotated).await?;
     if stale && let Some(gone) = annotated {
-        set_load_balancer_id(service, ctx, None, Some(gone)).await?;
-        let note = format!(
-            "Load balancer {gone} of the annotation {} no longer exists: annotation cleared",
-            annotations::LOAD_BALANCER_ID
-        );
-        ctx.event(service, EventType::Normal, "ClearedLoadBalancerId", note).await;
+        clear_load_balancer_id(service, ctx, gone).await?;
     }
     if let Found::Own(lb, _) = &found
         && ownership::needs_annotation(lb, &id, annotated.filter(|_| !stale))
     {
         // Named by the in-tree provider: from now on found by its ID, as upstream does.
-        set_load_balancer_id(service, ctx, Some(&lb.id), None).await?;
+        write_load_balancer_id(service, ctx, &lb.id).await?;
     }
     if let Found::Own(lb, _) | Found::Shared(lb) = &found
         && let Some(address) = ctx.converged.unchanged(&key, fingerprint, lb)
