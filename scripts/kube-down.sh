@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Stop the test cluster that scripts/kube-up.sh started, and only that: the kubelet, the pods'
+# tasks through containerd (so that their shims exit), containerd, the controller-manager, the
+# API server and etcd, each by the PID file it wrote (checked against the process start time),
+# with every process of its session and its descendants; SIGTERM first, SIGKILL after
+# $KUBE_STOP_TIMEOUT seconds (default 30). Then what kube-up.sh made outside its processes: the
+# mounts under the kubelet's directory, the kubepods cgroups, and the empty mount points it made.
+# Exits non-zero if anything it started is still alive or mounted at the end. Keeps $KUBE_DIR
+# (logs); the build caches stay where they are.
+set -euo pipefail
+# shellcheck source=scripts/kube/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/kube/common.sh"
+STOP_TIMEOUT=${KUBE_STOP_TIMEOUT:-30}
+
+[ -d "$RUN" ] || exit 0
+rm -f "$RUN/ready"
+
+# stop NAME...: SIGTERM to each leader, wait until every process of their trees has ended,
+# SIGKILL what is left after $STOP_TIMEOUT seconds.
+stop() {
+  local leaders tree left deadline
+  # shellcheck disable=SC2046 # one PID per word
+  leaders=$(service_leaders "$@")
+  [ -n "$leaders" ] || return 0
+  # shellcheck disable=SC2086 # one PID per word
+  tree=$(process_tree $leaders)
+  # shellcheck disable=SC2086
+  kill -TERM $leaders 2>/dev/null || true
+  deadline=$(($(date +%s) + STOP_TIMEOUT))
+  # shellcheck disable=SC2086
+  while left=$(still_alive $tree) && [ -n "$left" ]; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "$* still running after ${STOP_TIMEOUT}s, SIGKILL: $(echo "$left" | paste -sd' ')"
+      # shellcheck disable=SC2086
+      kill -KILL $left 2>/dev/null || true
+      sleep 0.5
+      break
+    fi
+    sleep 0.2
+  done
+}
+
+# Every task (pod sandbox and container) containerd runs: killed and deleted, then the
+# containers, so that the shims exit and runc removes the containers' cgroups.
+stop_tasks() {
+  local id tasks
+  tasks=$(ctr_k8s tasks ls -q 2>/dev/null) || return 0
+  for id in $tasks; do ctr_k8s tasks kill --all --signal SIGKILL "$id" >/dev/null 2>&1 || true; done
+  for id in $tasks; do
+    timeout "$STOP_TIMEOUT" ctr_k8s tasks delete --force "$id" >/dev/null 2>&1 || true
+  done
+  for id in $(ctr_k8s containers ls -q 2>/dev/null); do
+    ctr_k8s containers delete "$id" >/dev/null 2>&1 || true
+  done
+}
+
+t=$(date +%s)
+# shellcheck disable=SC2046 # one PID per word
+all=$(process_tree $(service_leaders "${SERVICES[@]}"))
+[ -z "$all" ] || log "stopping $(stack_memory)"
+stop kubelet
+if service_pid containerd >/dev/null; then stop_tasks; fi
+stop containerd
+stop kube-controller-manager
+stop kube-apiserver
+stop etcd
+
+# shellcheck disable=SC2086 # one word per process
+left=$(still_alive $all)
+if [ -n "$left" ]; then
+  ps -o pid,sid,args -p "$(echo "$left" | paste -sd,)" >&2 || true
+  die "processes started by kube-up.sh are still running"
+fi
+for name in "${SERVICES[@]}"; do rm -f "$RUN/$name.pid" "$RUN/$name.start"; done
+
+# What reached the host: the kubelet's volume mounts (through its shared root directory) and
+# that shared bind mount itself.
+if [ -s "$RUN/shared-mount" ]; then
+  root=$(<"$RUN/shared-mount")
+  for m in $(mounts_under "$root"); do
+    umount "$m" 2>/dev/null || umount -l "$m" || true
+  done
+  [ -n "$(mounts_under "$root")" ] || rm -f "$RUN/shared-mount"
+fi
+# The kubepods trees the kubelet made, deepest first (each is empty once its tasks are gone).
+if [ -s "$RUN/made-cgroups" ]; then
+  while read -r cg; do
+    [ -d "$cg" ] || continue
+    find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done <"$RUN/made-cgroups"
+  keep=$(while read -r cg; do [ ! -d "$cg" ] || echo "$cg"; done <"$RUN/made-cgroups")
+  if [ -n "$keep" ]; then
+    printf '%s\n' "$keep" >"$RUN/made-cgroups"
+    die "cgroups made by the kubelet could not be removed: $(echo "$keep" | paste -sd' ')"
+  fi
+  rm -f "$RUN/made-cgroups"
+fi
+# Mount points made for our namespaces (empty on the host, where nothing was mounted).
+if [ -s "$RUN/made-dirs" ]; then
+  sort -ru "$RUN/made-dirs" | while read -r dir; do
+    [ ! -d "$dir" ] || find "$dir" -depth -type d -empty -delete 2>/dev/null || true
+  done
+  keep=$(while read -r dir; do [ ! -e "$dir" ] || echo "$dir"; done <"$RUN/made-dirs")
+  if [ -n "$keep" ]; then
+    printf '%s\n' "$keep" >"$RUN/made-dirs"
+    die "directories made by kube-up.sh are not empty, kept: $(echo "$keep" | paste -sd' ')"
+  fi
+  rm -f "$RUN/made-dirs"
+fi
+left=$(mounts_under "$KUBE_DIR")
+[ -z "$left" ] || die "still mounted under $KUBE_DIR: $(echo "$left" | paste -sd' ')"
+if [ -n "$all" ]; then
+  echo "down=$(($(date +%s) - t))" >>"$KUBE_DIR/timings"
+  log "stopped in $(($(date +%s) - t))s"
+fi

@@ -1,0 +1,258 @@
+# shellcheck shell=bash disable=SC2034 # the variables are for the scripts that source this
+# Shared by scripts/kube-up.sh, scripts/kube-down.sh and scripts/kube/*.sh (sourced, never run):
+# settings (all overridable from the environment), paths, process and wait helpers. The
+# process helpers follow scripts/openstack/common.sh: every daemon is started by start_service
+# in a session of its own, its PID and start time in $RUN/NAME.{pid,start}; stopping signals
+# those sessions and their descendants only; nothing is ever found or stopped by name.
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+KUBE_SCRIPTS=$REPO/scripts/kube
+
+KUBE_DIR=${KUBE_DIR:-$REPO/target/kube}
+case $KUBE_DIR in /*) ;; *) KUBE_DIR=$PWD/$KUBE_DIR ;; esac
+RUN=$KUBE_DIR/run
+LOG=$KUBE_DIR/log
+ENV_FILE=$KUBE_DIR/env
+PKI=$KUBE_DIR/pki
+
+# The release, from the one place that pins it (scripts/kube/go.mod).
+KUBE_VERSION=$(sed -n 's/^[[:space:]]*k8s\.io\/kubernetes \(v[0-9][^[:space:]]*\)\( \/\/.*\)\{0,1\}$/\1/p' \
+  "$KUBE_SCRIPTS/go.mod" | head -n 1)
+[ -n "$KUBE_VERSION" ] || {
+  echo "kube: ERROR: no 'k8s.io/kubernetes vX.Y.Z' requirement in $KUBE_SCRIPTS/go.mod" >&2
+  exit 1
+}
+# Build caches and binaries outside the clone, one directory per release, shared by every
+# clone and CI run on the machine: $KUBE_CACHE_DIR/<version>/{gomodcache,gocache,bin}.
+if [ -z "${KUBE_CACHE_DIR:-}" ]; then
+  if [ -n "${XDG_CACHE_HOME:-}" ]; then
+    KUBE_CACHE_DIR=$XDG_CACHE_HOME/ccm-assets/kube
+  elif [ "$(id -u)" = 0 ]; then
+    KUBE_CACHE_DIR=/var/cache/ccm-assets/kube
+  else
+    KUBE_CACHE_DIR=$HOME/.cache/ccm-assets/kube
+  fi
+fi
+KUBE_BIN=$KUBE_CACHE_DIR/$KUBE_VERSION/bin
+
+# Ports: KUBE_PORT_BASE + a fixed offset each. Without KUBE_PORT_BASE a running stack keeps the
+# base it recorded, and kube-up.sh moves to the next free base (26100, 26200, ...) when one of
+# 26000's ports is taken by something else.
+PORTS_CHOSEN=${KUBE_PORT_BASE:-}
+set_ports() {
+  KUBE_PORT_BASE=$1
+  ETCD_PORT=$((KUBE_PORT_BASE + 0))
+  ETCD_PEER_PORT=$((KUBE_PORT_BASE + 1))
+  APISERVER_PORT=$((KUBE_PORT_BASE + 2))
+  KCM_PORT=$((KUBE_PORT_BASE + 3))
+  KUBELET_PORT=$((KUBE_PORT_BASE + 4))
+  KUBELET_HEALTHZ_PORT=$((KUBE_PORT_BASE + 5))
+  CRI_STREAM_PORT=$((KUBE_PORT_BASE + 6))
+  ALL_PORTS=("$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$KCM_PORT" "$KUBELET_PORT"
+    "$KUBELET_HEALTHZ_PORT" "$CRI_STREAM_PORT")
+  API_URL=https://127.0.0.1:$APISERVER_PORT
+  ETCD_URL=https://127.0.0.1:$ETCD_PORT
+}
+if [ -n "$PORTS_CHOSEN" ] || [ ! -s "$RUN/port-base" ]; then
+  set_ports "${KUBE_PORT_BASE:-26000}"
+else
+  set_ports "$(<"$RUN/port-base")"
+fi
+TIMEOUT=${KUBE_TIMEOUT:-180} # seconds, for each wait
+
+NODE_NAME=localhost # a loopback node IP is refused by the kubelet; a node named localhost is not
+SERVICE_CIDR=10.96.0.0/24
+SA_ISSUER=https://kubernetes.default.svc.cluster.local
+STATIC_POD_DIR=$KUBE_DIR/manifests
+CONTAINERD_DIR=$KUBE_DIR/containerd
+CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
+CONTAINERD_NS=k8s.io # the namespace of containerd that the CRI plugin (so the kubelet) uses
+KUBELET_ROOT=$KUBE_DIR/kubelet
+PAUSE_IMAGE=localhost/ccm-assets/pause:$KUBE_VERSION
+KUBECTL=$KUBE_BIN/kubectl
+ADMIN_KUBECONFIG=$KUBE_DIR/admin.kubeconfig
+
+# Processes in the order they start; kube-down.sh stops them in reverse.
+SERVICES=(etcd kube-apiserver kube-controller-manager containerd kubelet)
+
+# Marks what the scripts start (inherited by every child): makes `ps e` output attributable.
+export CCM_KUBE_STACK=$KUBE_DIR
+
+T0=${T0:-$(date +%s)}
+log() { printf '[kube +%3ss] %s\n' "$(($(date +%s) - T0))" "$*" >&2; }
+die() {
+  printf 'kube: ERROR: %s\n' "$*" >&2
+  exit 1
+}
+
+# The 22nd field of /proc/PID/stat (start time in clock ticks since boot); the command name in
+# field 2 may hold spaces, so cut after its closing parenthesis.
+proc_start() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  # shellcheck disable=SC2086 # split on purpose
+  set -- $stat
+  echo "${20}"
+}
+
+# The PID of service NAME if it is the very process the scripts started and still runs.
+service_pid() {
+  local pid start
+  [ -s "$RUN/$1.pid" ] || return 1
+  pid=$(<"$RUN/$1.pid")
+  start=$(<"$RUN/$1.start") 2>/dev/null || return 1
+  [ "$(proc_start "$pid")" = "$start" ] || return 1
+  echo "$pid"
+}
+
+# start_service NAME CMD...: run CMD in a new session, stdout+stderr to $LOG/NAME.log.
+start_service() {
+  local name=$1 pid
+  shift
+  rm -f "$RUN/$name.pid" "$RUN/$name.start"
+  # The inner bash writes its own PID, then execs the service: correct whether or not setsid has
+  # to fork (it does when the caller leads a process group, as under job control).
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  setsid bash -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' "$RUN/$name.pid" "$@" \
+    >"$LOG/$name.log" 2>&1 </dev/null &
+  for _ in $(seq 1 100); do
+    [ -s "$RUN/$name.pid" ] && break
+    sleep 0.05
+  done
+  [ -s "$RUN/$name.pid" ] || die "$name did not start (no PID file)"
+  pid=$(<"$RUN/$name.pid")
+  proc_start "$pid" >"$RUN/$name.start" || {
+    log_tail "$name"
+    die "$name exited at once"
+  }
+}
+
+# Every process the given leaders started, as PID:STARTTIME words: the members of their sessions
+# and all their descendants (containerd's shims leave its process tree but keep its session;
+# the containers are the shims' children).
+process_tree() {
+  local pid start
+  ps -eo pid=,ppid=,sid= | awk -v leaders=" $* " '
+    { pid[NR] = $1; ppid[$1] = $2; sid[$1] = $3 }
+    END {
+      for (i = 1; i <= NR; i++) if (index(leaders, " " sid[pid[i]] " ")) mine[pid[i]] = 1
+      do {
+        grew = 0
+        for (i = 1; i <= NR; i++) {
+          p = pid[i]
+          if (!(p in mine) && (ppid[p] in mine)) { mine[p] = 1; grew = 1 }
+        }
+      } while (grew)
+      for (p in mine) print p
+    }' | while read -r pid; do
+    if start=$(proc_start "$pid"); then echo "$pid:$start"; fi
+  done
+}
+
+# The PID:STARTTIME words given that still name a live process, as PIDs.
+still_alive() {
+  local w
+  for w in "$@"; do
+    [ "$(proc_start "${w%%:*}")" = "${w#*:}" ] && echo "${w%%:*}"
+  done
+  return 0
+}
+
+# The recorded PIDs of the given services that are running.
+service_leaders() {
+  local name pid
+  for name in "$@"; do
+    pid=$(service_pid "$name") && echo "$pid"
+  done
+  return 0
+}
+
+# Resident memory of every process the scripts started (containers included), in MiB, their
+# number, and the three largest.
+stack_memory() {
+  local tree pids
+  # shellcheck disable=SC2046 # one PID per word
+  tree=$(process_tree $(service_leaders "${SERVICES[@]}"))
+  pids=$(echo "$tree" | sed 's/:.*//' | paste -sd,)
+  if [ -z "$pids" ]; then
+    echo "0 MiB in 0 processes"
+    return
+  fi
+  ps -o rss=,comm= -p "$pids" | sort -rn | awk '
+    { s += $1; n++; if (n <= 3) top = top sprintf("%s%s %d", (n > 1 ? ", " : ""), $2, $1 / 1024) }
+    END { printf "%d MiB in %d processes (%s)\n", s / 1024, n, top }'
+}
+
+# The last lines of a service's log, for failure messages.
+log_tail() {
+  local f=$LOG/$1.log
+  [ -s "$f" ] || return 0
+  printf '\n----- last 40 lines of %s -----\n' "$f" >&2
+  tail -n 40 "$f" >&2
+}
+
+# wait_for NAME DESCRIPTION COMMAND...: retry COMMAND until it succeeds, the service dies or
+# $TIMEOUT passes; on failure print the service's log tail and exit.
+wait_for() {
+  local name=$1 what=$2 deadline=$(($(date +%s) + TIMEOUT))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    if [ -n "$name" ] && ! service_pid "$name" >/dev/null; then
+      log_tail "$name"
+      die "$name exited while waiting for $what"
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      [ -n "$name" ] && log_tail "$name"
+      die "timed out after ${TIMEOUT}s waiting for $what (KUBE_TIMEOUT raises the limit)"
+    fi
+    sleep 0.3
+  done
+}
+
+port_in_use() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# curl as the cluster admin, trusting only the stack's server CA.
+api_curl() {
+  curl -fsS --max-time 10 --cacert "$PKI/server-ca.crt" --cert "$PKI/admin.crt" \
+    --key "$PKI/admin.key" "$@"
+}
+
+# ctr against the stack's containerd, in the CRI plugin's namespace.
+ctr_k8s() { ctr --address "$CONTAINERD_SOCK" --namespace "$CONTAINERD_NS" "$@"; }
+
+# Mounts at or under DIR in this mount namespace, deepest first (/proc/self/mountinfo field 5;
+# octal escapes such as \040 for a space are decoded).
+mounts_under() {
+  local dir=$1
+  awk '{ print $5 }' /proc/self/mountinfo | while read -r m; do
+    m=$(printf '%b' "$m")
+    case $m in "$dir" | "$dir"/*) echo "$m" ;; esac
+  done | sort -r
+}
+
+# import_image LAYOUT TAG NAME: the image TAG of the OCI layout directory LAYOUT (as
+# scripts/image.sh and umoci write them) into the stack's containerd as NAME, unpacked, where the
+# kubelet finds it (pods then use `imagePullPolicy: Never`, or IfNotPresent with a tag). The
+# manifest, so the image's digest, is kept as it is.
+import_image() {
+  local layout=$1 tag=$2 name=$3 tmp rc=0
+  [ -f "$layout/index.json" ] || die "$layout is not an OCI layout (no index.json)"
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/kube-import.XXXXXX")
+  # Only TAG's manifest, named for containerd (its io.containerd.image.name annotation wins
+  # over the bare tag in org.opencontainers.image.ref.name).
+  jq --arg tag "$tag" --arg name "$name" '.manifests |= [.[]
+      | select(.annotations["org.opencontainers.image.ref.name"] == $tag)
+      | .annotations["io.containerd.image.name"] = $name]' \
+    "$layout/index.json" >"$tmp/index.json"
+  if [ "$(jq '.manifests | length' "$tmp/index.json")" != 1 ]; then
+    rm -rf "$tmp"
+    die "$layout has no image tagged '$tag' (tags: $(jq -r '[.manifests[].annotations["org.opencontainers.image.ref.name"]] | join(" ")' "$layout/index.json"))"
+  fi
+  cp "$layout/oci-layout" "$tmp/"
+  ln -s "$(cd "$layout" && pwd)/blobs" "$tmp/blobs"
+  tar -C "$tmp" -chf "$tmp/image.tar" oci-layout index.json blobs &&
+    ctr_k8s images import "$tmp/image.tar" || rc=$?
+  rm -rf "$tmp"
+  return $rc
+}
