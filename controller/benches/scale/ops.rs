@@ -61,6 +61,7 @@ fn load_balancer(method: &Method, parts: &[&str]) -> &'static str {
         (&Method::GET, ["loadbalancers"]) => "load-balancer/loadbalancer_list",
         (&Method::POST, ["loadbalancers"]) => "load-balancer/loadbalancer_create",
         (&Method::GET, ["loadbalancers", _]) => "load-balancer/loadbalancer_get",
+        (&Method::PUT, ["loadbalancers", _]) => "load-balancer/loadbalancer_update",
         (&Method::DELETE, ["loadbalancers", _]) => "load-balancer/loadbalancer_delete",
         (&Method::GET, ["listeners"]) => "load-balancer/listener_list",
         (&Method::POST, ["listeners"]) => "load-balancer/listener_create",

@@ -206,9 +206,11 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
         .map_err(Error::Invalid)?;
     let requested = spec_k8s.load_balancer_ip.as_deref().filter(|_| !settings.internal);
     let key = super::run::key(service);
+    // Not `load-balancer-id`: the cache compares the load balancer found itself, and the
+    // annotation written at an in-tree adoption must not cost a second full reconcile.
     let fingerprint = converged::fingerprint(&(
         &spec,
-        &settings,
+        &Settings { load_balancer_id: None, ..settings.clone() },
         requested,
         &ranges,
         &ports,
