@@ -93,13 +93,42 @@ impl LoadBalancing for OpenStack {
         .await
     }
 
+    /// Two lists (listeners, pools), then per pool its members and its monitor: each wire
+    /// request counted under its own operation, like every other call.
     async fn tree(&self, load_balancer: LoadBalancer) -> Result<Tree> {
-        let what = format!("the tree of load balancer {}", load_balancer.id);
-        self.call(SERVICE, "loadbalancer_tree", &what, |s| {
-            let load_balancer = load_balancer.clone();
-            async move { octavia::tree(&s, load_balancer).await }
-        })
-        .await
+        let id = load_balancer.id.as_str();
+        let what = format!("the listeners of load balancer {id}");
+        let listeners =
+            self.call(SERVICE, "listener_list", &what, |s| async move {
+                octavia::listeners(&s, id).await
+            })
+            .await?;
+        let what = format!("the pools of load balancer {id}");
+        let pools = self
+            .call(SERVICE, "pool_list", &what, |s| async move { octavia::pools(&s, id).await })
+            .await?;
+        let mut members = Vec::with_capacity(pools.len());
+        let mut monitors = Vec::new();
+        for pool in &pools {
+            let what = format!("the members of pool {}", pool.id);
+            let pool_id = pool.id.as_str();
+            let listed = self
+                .call(SERVICE, "member_list", &what, |s| async move {
+                    octavia::members(&s, pool_id).await
+                })
+                .await?;
+            members.push((pool.id.clone(), listed));
+            if let Some(monitor_id) = pool.healthmonitor_id.as_deref() {
+                let what = format!("health monitor {monitor_id}");
+                let monitor = self
+                    .call(SERVICE, "healthmonitor_get", &what, |s| async move {
+                        octavia::monitor(&s, monitor_id).await
+                    })
+                    .await?;
+                monitors.push(monitor);
+            }
+        }
+        Ok(Tree { load_balancer, listeners, pools, members, monitors })
     }
 
     async fn create(&self, spec: &LoadBalancerSpec) -> Result<LoadBalancer> {

@@ -88,36 +88,43 @@ struct HealthMonitorRoot {
     healthmonitor: HealthMonitor,
 }
 
-/// The tree of `load_balancer`: two list calls (listeners, pools), then per pool one for its
-/// members and one for its monitor (Octavia lists members only per pool).
-pub(crate) async fn tree(
+/// `GET /lbaas/listeners?loadbalancer_id=…`.
+pub(crate) async fn listeners(
     session: &Session,
-    load_balancer: LoadBalancer,
-) -> Result<Tree, osauth::Error> {
-    let query = [("loadbalancer_id", load_balancer.id.as_str())];
-    let listeners: ListenersRoot =
+    load_balancer_id: &str,
+) -> Result<Vec<Listener>, osauth::Error> {
+    let query = [("loadbalancer_id", load_balancer_id)];
+    let root: ListenersRoot =
         session.get(LOAD_BALANCER, &[LBAAS, "listeners"]).query(&query).fetch().await?;
-    let pools: PoolsRoot =
+    Ok(root.listeners)
+}
+
+/// `GET /lbaas/pools?loadbalancer_id=…`.
+pub(crate) async fn pools(
+    session: &Session,
+    load_balancer_id: &str,
+) -> Result<Vec<Pool>, osauth::Error> {
+    let query = [("loadbalancer_id", load_balancer_id)];
+    let root: PoolsRoot =
         session.get(LOAD_BALANCER, &[LBAAS, "pools"]).query(&query).fetch().await?;
-    let mut members = Vec::with_capacity(pools.pools.len());
-    let mut monitors = Vec::new();
-    for pool in &pools.pools {
-        let root: MembersRoot =
-            session.get(LOAD_BALANCER, &[LBAAS, "pools", &pool.id, "members"]).fetch().await?;
-        members.push((pool.id.clone(), root.members));
-        if let Some(id) = &pool.healthmonitor_id {
-            let root: HealthMonitorRoot =
-                session.get(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).fetch().await?;
-            monitors.push(root.healthmonitor);
-        }
-    }
-    Ok(Tree {
-        load_balancer,
-        listeners: listeners.listeners,
-        pools: pools.pools,
-        members,
-        monitors,
-    })
+    Ok(root.pools)
+}
+
+/// `GET /lbaas/pools/{id}/members` (Octavia lists members only per pool).
+pub(crate) async fn members(
+    session: &Session,
+    pool_id: &str,
+) -> Result<Vec<Member>, osauth::Error> {
+    let root: MembersRoot =
+        session.get(LOAD_BALANCER, &[LBAAS, "pools", pool_id, "members"]).fetch().await?;
+    Ok(root.members)
+}
+
+/// `GET /lbaas/healthmonitors/{id}`.
+pub(crate) async fn monitor(session: &Session, id: &str) -> Result<HealthMonitor, osauth::Error> {
+    let root: HealthMonitorRoot =
+        session.get(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).fetch().await?;
+    Ok(root.healthmonitor)
 }
 
 /// The body of a fully-populated create.
