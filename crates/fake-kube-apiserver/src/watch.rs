@@ -60,9 +60,9 @@ pub(crate) fn watch_response(
     };
     let initial: Vec<(u64, Value)> = match since {
         None => {
-            let objects = store.list(&target.resource, target.namespace.as_deref());
+            // Filtered in place: only the objects the watch sends are cloned.
+            let objects = store.iter(&target.resource, target.namespace.as_deref());
             let objects = objects
-                .into_iter()
                 .filter(|o| query.labels.matches(o) && fields_match(query.fields.as_deref(), o));
             objects.map(|o| (0, json!({"type": "ADDED", "object": o}))).collect()
         }
