@@ -508,8 +508,12 @@ catalog=("placement:placement:http://127.0.0.1:$PLACEMENT_PORT"
 if [ -n "$OCTAVIA" ]; then catalog+=("load-balancer:octavia:$OCTAVIA_URL"); fi
 # Every endpoint before any service starts: nova and neutron cache the catalog of their service
 # token, so an endpoint added later stays unknown to them (EndpointNotFound) until a restart.
+tls_urls=(--tls-auth-url "$(tls_url "$KEYSTONE_URL")")
+for spec in "${catalog[@]}"; do # TYPE:NAME:URL
+  tls_urls+=(--tls-url "${spec%%:*}=$(tls_url "${spec#*:*:}")")
+done
 "$PY" "$OS_SCRIPTS/stack.py" register --auth-url "$KEYSTONE_URL" --admin-password "$ADMIN_PASSWORD" \
-  --service-password "$SERVICE_PASSWORD" --tls-port-offset "$TLS_PORT_OFFSET" "${catalog[@]}" \
+  --service-password "$SERVICE_PASSWORD" "${tls_urls[@]}" "${catalog[@]}" \
   >"$LOG/register.out" 2>&1 || {
   log_tail keystone
   tail -n 40 "$LOG/register.out" >&2

@@ -3,7 +3,7 @@
 instead of dozens of `openstack` CLI calls, which take 2-3 s apiece).
 
   stack.py register --auth-url URL --admin-password PW --service-password PW
-                    --tls-port-offset N TYPE:NAME:URL...
+                    --tls-auth-url URL [--tls-url TYPE=URL]... TYPE:NAME:URL...
       service project, roles, one service user per service (admin + service roles), catalog
       (RegionOne; RegionNoLB without Octavia; RegionTLS with every URL on its HTTPS front)
   stack.py wait-compute --auth-url URL --admin-password PW --host HOST --discover CMD
@@ -89,11 +89,12 @@ def register(args):
                          (REGION_TLS, 'the test stack behind its TLS front')):
         if not one(r for r in idn.regions() if r.id == region):
             idn.create_region(id=region, description=what)
-    offset = args.tls_port_offset
+    # The HTTPS URLs come from openstack-up.sh (tls.sh's tls_url): derived in one place.
+    tls = dict(spec.split('=', 1) for spec in args.tls_url)
     # Keystone's own endpoint in the other regions too (its bootstrap made only RegionOne's).
     keystone = one(idn.services(type='identity'))
     add_endpoints(idn, keystone, REGION_NO_LB, args.auth_url)
-    add_endpoints(idn, keystone, REGION_TLS, tls_url(args.auth_url, offset))
+    add_endpoints(idn, keystone, REGION_TLS, args.tls_auth_url)
     for spec in args.services:
         stype, name, url = spec.split(':', 2)
         uname = SERVICE_USERS.get(stype, name)
@@ -105,15 +106,10 @@ def register(args):
         add_endpoints(idn, svc, REGION, url)
         if stype != 'load-balancer':
             add_endpoints(idn, svc, REGION_NO_LB, url)
-        add_endpoints(idn, svc, REGION_TLS, tls_url(url, offset))
-        say('registered %s (%s) at %s and %s, user %s' % (stype, name, url, tls_url(url, offset), uname))
-
-
-def tls_url(url, offset):
-    """The HTTPS front of http://127.0.0.1:PORT/…: https://127.0.0.1:PORT+offset/…"""
-    rest = url[len('http://127.0.0.1:'):]
-    port = rest.split('/', 1)[0]
-    return 'https://127.0.0.1:%d%s' % (int(port) + offset, rest[len(port):])
+        if stype not in tls:
+            sys.exit('no --tls-url for service type %s' % stype)
+        add_endpoints(idn, svc, REGION_TLS, tls[stype])
+        say('registered %s (%s) at %s and %s, user %s' % (stype, name, url, tls[stype], uname))
 
 
 def add_endpoints(idn, service, region, url):
@@ -321,7 +317,9 @@ def main():
         s.add_argument('--admin-password', required=True)
         if name == 'register':
             s.add_argument('--service-password', required=True)
-            s.add_argument('--tls-port-offset', type=int, required=True)
+            s.add_argument('--tls-auth-url', required=True, help="Keystone's HTTPS front")
+            s.add_argument('--tls-url', action='append', default=[], metavar='TYPE=URL',
+                           help="a service's HTTPS front (one per service)")
             s.add_argument('services', nargs='+', metavar='TYPE:NAME:URL')
         else:
             s.add_argument('--host', required=True)
