@@ -4,7 +4,7 @@
 # API server and etcd, each by the PID file it wrote (checked against the process start time),
 # with every process of its session and its descendants; SIGTERM first, SIGKILL after
 # $KUBE_STOP_TIMEOUT seconds (default 30). Then what kube-up.sh made outside its processes: the
-# mounts under the kubelet's directory, the kubepods cgroups, and the empty mount points it made.
+# mounts under the kubelet's directory and the kubelet's cgroups.
 # Exits non-zero if anything it started is still alive or mounted at the end. Keeps $KUBE_DIR
 # (logs); the build caches stay where they are.
 set -euo pipefail
@@ -82,30 +82,18 @@ if [ -s "$RUN/shared-mount" ]; then
   done
   [ -n "$(mounts_under "$root")" ] || rm -f "$RUN/shared-mount"
 fi
-# The kubepods trees the kubelet made, deepest first (each is empty once its tasks are gone).
-if [ -s "$RUN/made-cgroups" ]; then
-  while read -r cg; do
-    [ -d "$cg" ] || continue
-    find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
-  done <"$RUN/made-cgroups"
-  keep=$(while read -r cg; do [ ! -d "$cg" ] || echo "$cg"; done <"$RUN/made-cgroups")
-  if [ -n "$keep" ]; then
-    printf '%s\n' "$keep" >"$RUN/made-cgroups"
-    die "cgroups made by the kubelet could not be removed: $(echo "$keep" | paste -sd' ')"
-  fi
-  rm -f "$RUN/made-cgroups"
-fi
-# Mount points made for our namespaces (empty on the host, where nothing was mounted).
-if [ -s "$RUN/made-dirs" ]; then
-  sort -ru "$RUN/made-dirs" | while read -r dir; do
-    [ ! -d "$dir" ] || find "$dir" -depth -type d -empty -delete 2>/dev/null || true
+# The kubelet's cgroup root in every hierarchy, deepest first (empty once the tasks are gone).
+if [ -s "$RUN/cgroup-root" ]; then
+  root=$(<"$RUN/cgroup-root")
+  case $root in /ccm-kube-[0-9]*) ;; *) die "$RUN/cgroup-root names '$root', not a cgroup of ours" ;; esac
+  keep=""
+  for h in $(cgroup_hierarchies); do
+    [ -d "$h$root" ] || continue
+    find "$h$root" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    [ ! -d "$h$root" ] || keep+=" $h$root"
   done
-  keep=$(while read -r dir; do [ ! -e "$dir" ] || echo "$dir"; done <"$RUN/made-dirs")
-  if [ -n "$keep" ]; then
-    printf '%s\n' "$keep" >"$RUN/made-dirs"
-    die "directories made by kube-up.sh are not empty, kept: $(echo "$keep" | paste -sd' ')"
-  fi
-  rm -f "$RUN/made-dirs"
+  [ -z "$keep" ] || die "cgroups of the kubelet could not be removed:$keep"
+  rm -f "$RUN/cgroup-root"
 fi
 left=$(mounts_under "$KUBE_DIR")
 [ -z "$left" ] || die "still mounted under $KUBE_DIR: $(echo "$left" | paste -sd' ')"

@@ -31,14 +31,11 @@ PACKAGES=(etcd-server containerd runc containernetworking-plugins umoci jq curl 
 # gets private copies, bind-mounted over them in its own mount namespace.
 SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops
   kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
-# Host paths the kubelet and containerd write to whatever their configuration says: each gets
-# a directory of ours over it in their namespaces. A missing one is made as an empty mount point
-# (and listed in $RUN/made-dirs, for kube-down.sh to remove).
-KUBELET_HOST_DIRS=(/var/lib/kubelet /var/log/containers)
-CONTAINERD_HOST_DIRS=(/run/containerd)
-# cgroup v1 hierarchies get a kubepods tree from the kubelet (cgroupfs driver); kube-down.sh
-# removes it when this run made it ($RUN/made-cgroups).
-CGROUP_V1=/sys/fs/cgroup
+# Host paths the kubelet (/var/lib/kubelet/device-plugins, /var/log/containers) and containerd
+# (/run/containerd/s, its shims' sockets) write to whatever their configuration says: in their
+# namespaces, an overlay over the parent directory whose upper layer is ours.
+KUBELET_OVERLAYS=(/var/lib /var/log)
+CONTAINERD_OVERLAYS=(/run)
 
 case ${1:-} in
 --status) ;;
@@ -80,6 +77,9 @@ if [ "${1:-}" = --status ]; then
 fi
 
 [ "$(id -u)" = 0 ] || die "kube-up.sh needs root: the kubelet and containerd mount, and make cgroups"
+for dir in "${KUBELET_OVERLAYS[@]}" "${CONTAINERD_OVERLAYS[@]}" /var/run; do
+  case $KUBE_DIR/ in "$dir"/*) die "KUBE_DIR cannot be under $dir (the kubelet and containerd see an overlay there)" ;; esac
+done
 
 # ------------------------------------------------------------------------------------ install
 install_packages() {
@@ -171,23 +171,10 @@ cleanup_on_failure() {
 }
 trap cleanup_on_failure EXIT
 
-# A host directory that a namespace of ours mounts over: made if missing (and recorded).
-mount_point() {
-  local dir=$1 top=$1
-  [ -d "$dir" ] && return 0
-  while [ ! -d "$(dirname "$top")" ]; do top=$(dirname "$top"); done
-  mkdir -p "$dir"
-  echo "$top" >>"$RUN/made-dirs"
-}
-# In our namespaces: over each host directory given, one of ours (named after its path).
-binds_for() {
-  local dir own
-  for dir in "$@"; do
-    own=$KUBE_DIR/host$dir
-    mkdir -p "$own"
-    mount_point "$dir"
-    printf '%s\n' --bind "$own" "$dir"
-  done
+# in-namespace.sh arguments: an overlay over each host directory given, its upper layer ours.
+overlays() {
+  local dir
+  for dir in "$@"; do printf '%s\n' --overlay "$dir" "$KUBE_DIR/host$dir"; done
 }
 export KUBE_HOST_MNTNS
 KUBE_HOST_MNTNS=$(readlink /proc/self/ns/mnt)
@@ -291,11 +278,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = "/usr/lib/cni"
     conf_dir = "$KUBE_DIR/cni/net.d"
 EOF
-  local ns=() dir
-  for dir in "${CONTAINERD_HOST_DIRS[@]}"; do
-    mount_point "$dir"
-    ns+=(--tmpfs "$dir")
-  done
+  local ns
+  mapfile -t ns < <(overlays "${CONTAINERD_OVERLAYS[@]}")
   # Its own mount namespace: the shims' sockets (always under /run/containerd/s) and every
   # container's rootfs mount stay there and go when the last of its processes ends.
   start_service containerd unshare --mount --propagation unchanged -- \
@@ -339,6 +323,21 @@ share_kubelet_root() {
   mount --make-rshared "$KUBELET_ROOT"
 }
 
+# The cgroup the kubelet puts kubepods under, one per stack (two kubelets sharing /kubepods
+# would each remove the other's pod cgroups as orphans), made in every hierarchy; kube-down.sh
+# removes it. cpuset needs its CPUs and memory nodes set before anything can join it.
+make_cgroup_root() {
+  local h
+  echo "$CGROUP_ROOT" >"$RUN/cgroup-root"
+  for h in $(cgroup_hierarchies); do
+    mkdir -p "$h$CGROUP_ROOT"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" >"$h$CGROUP_ROOT/cpuset.cpus"
+      cat "$h/cpuset.mems" >"$h$CGROUP_ROOT/cpuset.mems"
+    fi
+  done
+}
+
 start_kubelet() {
   local d=$KUBELET_ROOT kc=$KUBE_DIR/kubelet.kubeconfig ns=() f own
   mkdir -p "$d" "$STATIC_POD_DIR" "$KUBE_DIR/pod-logs" "$KUBE_DIR/sysctl"
@@ -363,6 +362,7 @@ authentication:
 authorization: {mode: Webhook}
 containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
 cgroupDriver: cgroupfs
+cgroupRoot: $CGROUP_ROOT
 failCgroupV1: false
 failSwapOn: false
 staticPodPath: $STATIC_POD_DIR
@@ -383,11 +383,8 @@ EOF
     cat "/proc/sys/$f" >"$own"
     ns+=(--bind "$own" "/proc/sys/$f")
   done
-  mapfile -t -O ${#ns[@]} ns < <(binds_for "${KUBELET_HOST_DIRS[@]}")
-  local h
-  for h in "$CGROUP_V1"/*/; do
-    [ -d "${h}kubepods" ] || echo "${h}kubepods" >>"$RUN/made-cgroups"
-  done
+  mapfile -t -O ${#ns[@]} ns < <(overlays "${KUBELET_OVERLAYS[@]}")
+  make_cgroup_root
   start_service kubelet unshare --mount --propagation unchanged -- \
     "$KUBE_SCRIPTS/in-namespace.sh" "${ns[@]}" -- \
     "$KUBE_BIN/kubelet" --config="$KUBE_DIR/kubelet.yaml" --kubeconfig="$kc" \

@@ -52,6 +52,8 @@ set_ports() {
     "$KUBELET_HEALTHZ_PORT" "$CRI_STREAM_PORT")
   API_URL=https://127.0.0.1:$APISERVER_PORT
   ETCD_URL=https://127.0.0.1:$ETCD_PORT
+  # The kubelet's cgroup root (its kubepods go below), in every hierarchy: one per stack.
+  CGROUP_ROOT=/ccm-kube-$KUBE_PORT_BASE
 }
 if [ -n "$PORTS_CHOSEN" ] || [ ! -s "$RUN/port-base" ]; then
   set_ports "${KUBE_PORT_BASE:-26000}"
@@ -256,3 +258,6 @@ import_image() {
   rm -rf "$tmp"
   return $rc
 }
+
+# The mounted cgroup hierarchies (v1 controllers, named ones, the v2 unified one).
+cgroup_hierarchies() { awk '$9 ~ /^cgroup2?$/ { print $5 }' /proc/self/mountinfo; }

@@ -5,13 +5,16 @@
 # never sees those mounts. Started by scripts/kube-up.sh as
 #
 #   unshare --mount --propagation unchanged -- scripts/kube/in-namespace.sh \
-#     [--bind SRC DST]... [--tmpfs DST]... -- CMD [ARG]...
+#     [--bind SRC DST]... [--overlay DIR STATE]... -- CMD [ARG]...
 #
-# `--propagation unchanged` keeps the kubelet's root directory a shared mount, so the volumes
-# the kubelet mounts there reach containerd's namespace and the containers. Refuses to mount
-# anything unless it runs in a mount namespace other than the caller's ($KUBE_HOST_MNTNS, the
-# `readlink /proc/self/ns/mnt` of kube-up.sh). The command keeps this PID
-# (exec), so the caller's PID file names it.
+# --bind mounts SRC over DST (a private copy of a /proc/sys file); --overlay mounts an overlay
+# over DIR whose lower layer is DIR itself and whose upper layer is STATE/upper: the command
+# sees the host's files and its writes go to STATE, and no mount point has to be made on the
+# host. `--propagation unchanged` keeps the kubelet's root directory a shared mount, so the
+# volumes the kubelet mounts there reach containerd's namespace and the containers. Refuses to
+# mount anything unless it runs in a mount namespace other than the caller's ($KUBE_HOST_MNTNS,
+# the `readlink /proc/self/ns/mnt` of kube-up.sh). The command keeps this PID (exec), so the
+# caller's PID file names it.
 set -euo pipefail
 
 die() {
@@ -30,10 +33,12 @@ while [ $# -gt 0 ]; do
     mount --bind "$2" "$3" || die "mount --bind $2 $3 failed"
     shift 3
     ;;
-  --tmpfs)
-    [ $# -ge 2 ] || die "--tmpfs needs DST"
-    mount -t tmpfs -o mode=0711 tmpfs "$2" || die "mount -t tmpfs on $2 failed"
-    shift 2
+  --overlay)
+    [ $# -ge 3 ] || die "--overlay needs DIR STATE"
+    mkdir -p "$3/upper" "$3/work"
+    mount -t overlay overlay -o "lowerdir=$2,upperdir=$3/upper,workdir=$3/work" "$2" ||
+      die "mount -t overlay on $2 failed"
+    shift 3
     ;;
   --)
     shift

@@ -13,7 +13,8 @@
 # authenticates as the pod's ServiceAccount; `kubectl logs` reaches the kubelet. TokenRequest: a
 # token for a new ServiceAccount authenticates as it (SelfSubjectReview) and is refused (403)
 # what RBAC does not grant. With scripts/image.sh's layout present (target/image/oci), the
-# project's image also runs as a pod (`--version`, Succeeded, its output through kubectl logs).
+# project's image also runs as a pod (`--version`, Succeeded, its output through kubectl logs);
+# the layout is looked for where scripts/image.sh writes it (${CARGO_TARGET_DIR:-target}/image).
 # The pods, ServiceAccounts and RBAC objects it creates are deleted again (imported images stay);
 # any failure exits 1 with the tails of the logs.
 set -euo pipefail
@@ -205,7 +206,7 @@ code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$SERVER_C
 ok "a TokenRequest token authenticates as $got, and RBAC refuses it secrets (403)"
 
 # ------------------------------------------------------------------ the project's image, if built
-layout=$REPO/target/image/oci
+layout=${CARGO_TARGET_DIR:-$REPO/target}/image/oci
 if [ -f "$layout/index.json" ]; then
   name=$(jq -r '."ccm-assets"' "$REPO/data/images.json")
   "$KUBE_SCRIPTS/import-image.sh" "$env_file" "$layout:${name##*:}" "$name" 2>/dev/null
