@@ -202,6 +202,11 @@ start_apiserver() {
     --etcd-servers="$ETCD_URL" --etcd-cafile="$PKI/etcd-ca.crt" \
     --etcd-certfile="$PKI/apiserver-etcd-client.crt" --etcd-keyfile="$PKI/apiserver-etcd-client.key" \
     --client-ca-file="$PKI/client-ca.crt" \
+    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" \
+    --requestheader-allowed-names=front-proxy-client --requestheader-username-headers=X-Remote-User \
+    --requestheader-group-headers=X-Remote-Group --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" \
+    --proxy-client-key-file="$PKI/front-proxy-client.key" \
     --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
     --service-account-issuer="$SA_ISSUER" \
     --service-account-key-file="$PKI/service-account.pub" \
@@ -392,7 +397,7 @@ EOF
 }
 
 # --------------------------------------------------------------------------------------- main
-log "minting certificates (etcd, server and client CAs) under $PKI"
+log "minting certificates (etcd, server, client and front-proxy CAs) under $PKI"
 mint_pki
 kubeconfig admin admin >"$ADMIN_KUBECONFIG"
 

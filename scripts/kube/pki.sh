@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The test cluster's certificates and keys (sourced by scripts/kube-up.sh, never run), minted
-# with openssl into $PKI at every fresh start, valid 30 days. Three CAs, as a real cluster
+# with openssl into $PKI at every fresh start, valid 30 days. Four CAs, as a real cluster
 # keeps them apart:
 #   etcd-ca     etcd's serving certificate and the API server's etcd client certificate
 #   server-ca   serving certificates of the API server (127.0.0.1, localhost, the in-cluster
@@ -11,6 +11,8 @@
 #               the API server's own kubelet client. RSA 2048 with its key in PKCS#1 form
 #               ("RSA PRIVATE KEY"), as the installer's kube-control-plane-signer, so a test can
 #               hand it to the generator as DIR/tls/kube-control-plane-signer.{crt,key}.
+#   front-proxy-ca  the aggregation layer's request-header client (front-proxy-client), so that
+#               the controller-manager's delegated authentication finds its configuration.
 # Plus the service-account signing key pair (RSA 2048).
 
 # sign NAME CA SUBJECT EXTENSIONS...: a key and a certificate NAME.{key,crt} signed by CA.
@@ -63,6 +65,9 @@ mint_pki() (
   sign kubelet client-ca "/O=system:nodes/CN=system:node:$NODE_NAME" "${client[@]}"
   sign apiserver-kubelet-client client-ca /O=system:masters/CN=kube-apiserver-kubelet-client \
     "${client[@]}"
+
+  ca front-proxy-ca "ccm-assets test kube front-proxy CA"
+  sign front-proxy-client front-proxy-ca /CN=front-proxy-client "${client[@]}"
 
   openssl genrsa -traditional -out service-account.key 2048 2>/dev/null
   openssl rsa -in service-account.key -pubout -out service-account.pub 2>/dev/null

@@ -62,7 +62,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/kube-smoke.XXXXXX")
 k() { "$KUBECTL" --kubeconfig "$KC" "$@"; }
 cleanup() {
   local rc=$?
-  rm -f "$STATIC/ccm-smoke-static.yaml"
+  rm -f "$STATIC/ccm-smoke-static.yaml" "$STATIC/.ccm-smoke-static.yaml"
   k delete pod -n default ccm-smoke-image ccm-smoke-ccm --ignore-not-found --wait=false \
     >/dev/null 2>&1 || true
   k delete serviceaccount -n default ccm-smoke ccm-smoke-pod --ignore-not-found >/dev/null 2>&1 || true
@@ -125,7 +125,8 @@ kv=$(k get node "$NODE" -o jsonpath='{.status.nodeInfo.kubeletVersion}')
 ok "node $NODE Ready, kubelet $kv"
 
 # ---------------------------------------------------------------------------------- static pod
-cat >"$STATIC/ccm-smoke-static.yaml" <<EOF
+# Written as a hidden file (the kubelet skips those), then renamed: it never sees half a file.
+cat >"$STATIC/.ccm-smoke-static.yaml" <<EOF
 apiVersion: v1
 kind: Pod
 metadata:
@@ -138,6 +139,7 @@ spec:
     image: $PAUSE_IMAGE
     imagePullPolicy: Never
 EOF
+mv "$STATIC/.ccm-smoke-static.yaml" "$STATIC/ccm-smoke-static.yaml"
 mirror=ccm-smoke-static-$NODE
 mirror_running() {
   [ "$(k get pod -n kube-system "$mirror" -o jsonpath='{.status.phase}')" = Running ]
