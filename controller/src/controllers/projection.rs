@@ -15,6 +15,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::PROVIDED_NODE_IP;
 
+/// The node condition the route controller owns.
+pub(crate) const NETWORK_UNAVAILABLE: &str = "NetworkUnavailable";
+
 /// A Node with the fields the controllers read: the JSON shape of `v1.Node`, the rest of which
 /// is skipped while decoding. Watched, listed and patched through `Api<CachedNode>`.
 ///
@@ -126,7 +129,7 @@ impl<'de> Deserialize<'de> for CachedNode {
     }
 }
 
-/// `spec`: what initialization and the lifecycle check read.
+/// `spec`: what initialization, the lifecycle check and the route controller read.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CachedSpec {
@@ -136,6 +139,9 @@ pub struct CachedSpec {
     /// `spec.taints`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taints: Option<Vec<Taint>>,
+    /// `spec.podCIDRs`: one per family, the route controller's destinations.
+    #[serde(default, rename = "podCIDRs", skip_serializing_if = "Option::is_none")]
+    pub pod_cidrs: Option<Vec<String>>,
 }
 
 /// `status`: the addresses and each condition's type and status.
@@ -144,12 +150,13 @@ pub struct CachedStatus {
     /// `status.addresses`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addresses: Option<Vec<NodeAddress>>,
-    /// `status.conditions`, reduced to type and status (only `Ready` is kept by [`project`]).
+    /// `status.conditions`, reduced to type, status and reason ([`project`] keeps `Ready`
+    /// without its reason, and `NetworkUnavailable`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<CachedCondition>>,
 }
 
-/// One condition: `Ready` / `True`.
+/// One condition: `Ready` / `True`; `NetworkUnavailable` / `False` / `RouteCreated`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 pub struct CachedCondition {
     /// `Ready`, `MemoryPressure`, …
@@ -158,6 +165,9 @@ pub struct CachedCondition {
     /// `True`, `False`, `Unknown`.
     #[serde(default)]
     pub status: String,
+    /// Kept for `NetworkUnavailable` only: the route controller writes it when it changes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
 }
 
 impl Resource for CachedNode {
@@ -182,7 +192,8 @@ impl Metadata for CachedNode {
 }
 
 /// Keeps name, uid and resourceVersion (patch preconditions, events), kubelet's node-IP
-/// annotation, the deletion time, and of the conditions only `Ready`. The labels stay whole
+/// annotation, the deletion time, and of the conditions only `Ready` and `NetworkUnavailable`
+/// (with its reason, which the route controller compares). The labels stay whole
 /// (in [`CachedNode::labels`]): a Service's node-selector annotation may name any of them.
 pub(crate) fn project(node: &mut CachedNode) {
     let meta = std::mem::take(&mut node.metadata);
@@ -199,7 +210,10 @@ pub(crate) fn project(node: &mut CachedNode) {
         ..ObjectMeta::default()
     };
     if let Some(conditions) = node.status.as_mut().and_then(|s| s.conditions.as_mut()) {
-        conditions.retain(|c| c.type_ == "Ready");
+        conditions.retain(|c| c.type_ == "Ready" || c.type_ == NETWORK_UNAVAILABLE);
+        for condition in conditions.iter_mut().filter(|c| c.type_ == "Ready") {
+            condition.reason = String::new();
+        }
         conditions.shrink_to_fit();
     }
 }
@@ -246,15 +260,23 @@ mod tests {
         value["status"] = json!({
             "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
             "conditions": [{"type": "MemoryPressure", "status": "False"},
-                {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
+                {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"},
+                {"type": "NetworkUnavailable", "status": "False", "reason": "RouteCreated",
+                    "message": "RouteController created a route"}],
             "images": [{"names": ["registry/image:tag"], "sizeBytes": 1}],
             "nodeInfo": {"kubeletVersion": "v1.31.0", "machineID": "m", "systemUUID": "s",
                 "bootID": "b", "kernelVersion": "k", "osImage": "o", "containerRuntimeVersion": "c",
                 "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
         });
+        value["spec"]["podCIDRs"] = json!(["10.244.1.0/24", "fd00:10:244:1::/64"]);
         let mut node: CachedNode = serde_json::from_value(value).unwrap();
         project(&mut node);
         assert_eq!(node.name_any(), "w");
+        let pod_cidrs = node.spec.as_ref().and_then(|s| s.pod_cidrs.as_deref());
+        assert_eq!(
+            pod_cidrs,
+            Some(&["10.244.1.0/24".to_owned(), "fd00:10:244:1::/64".to_owned()][..])
+        );
         assert_eq!(node.uid().as_deref(), Some("u-1"));
         assert_eq!(node.resource_version().as_deref(), Some("42"));
         let labels: Vec<_> = node.labels().collect();
@@ -272,7 +294,8 @@ mod tests {
         assert_eq!(
             status,
             json!({"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
-                "conditions": [{"type": "Ready", "status": "True"}]})
+                "conditions": [{"type": "Ready", "status": "True"},
+                    {"type": "NetworkUnavailable", "status": "False", "reason": "RouteCreated"}]})
         );
     }
 }

@@ -97,8 +97,11 @@ async fn issue_16_a_lifecycle_tick_at_3000_nodes_with_10_percent_not_ready_is_on
     for node in nodes.iter_mut().step_by(10) {
         let mut down = (**node).clone();
         let status = down.status.get_or_insert_default();
-        status.conditions =
-            Some(vec![CachedCondition { type_: "Ready".into(), status: "Unknown".into() }]);
+        status.conditions = Some(vec![CachedCondition {
+            type_: "Ready".into(),
+            status: "Unknown".into(),
+            ..Default::default()
+        }]);
         *node = Arc::new(down);
     }
     let mark = replay.counter.hits().len();
