@@ -16,7 +16,9 @@ use tokio::task::JoinSet;
 use crate::cloud::OpenStack;
 use crate::config::{self, Networking, Severity};
 use crate::controllers::projection::CachedNode;
-use crate::controllers::{Context, ControllerName, lifecycle, node, projection, resync, service};
+use crate::controllers::{
+    Context, ControllerName, lifecycle, node, projection, resync, route, service,
+};
 use crate::flags::{Controllers, Flags};
 use crate::metrics::Metrics;
 use crate::{kube as k8s, leader, server};
@@ -75,6 +77,9 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         load_balancer_resync_period,
         node_status_update_frequency,
         node_monitor_period,
+        configure_cloud_routes,
+        cluster_cidr,
+        route_reconciliation_period,
         kube_api_qps,
         kube_api_burst,
         ignored: _,
@@ -107,6 +112,13 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         concurrent_service_syncs,
         load_balancer_resync_period,
     )?;
+    let route = route::Settings::from_flags(
+        controllers.route,
+        configure_cloud_routes,
+        loaded.config.route.router_id.clone(),
+        cluster_cidr.map(|c| c.0).unwrap_or_default(),
+        route_reconciliation_period,
+    );
     spawn_credentials(&mut tasks, loaded, &client, &cloud);
     let settings = leader_elect.then_some(leader::Settings {
         namespace: leader_elect_resource_namespace,
@@ -125,6 +137,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         regional: env.regional,
         networking,
         service,
+        route,
         migration,
     };
     let (gates, release) = (leadership.gates, leadership.release);
@@ -164,12 +177,6 @@ fn leader_migration(
 
 /// Warns about what the command line asked for and this binary does not do.
 fn check_flags(flags: &Flags) {
-    for name in flags.unsupported_controllers() {
-        tracing::warn!(
-            controller = name.as_str(),
-            "controller is not implemented by this binary; ignored"
-        );
-    }
     for name in flags.ignored.given() {
         tracing::warn!(flag = name, "flag is accepted for compatibility and ignored");
     }
@@ -363,6 +370,8 @@ struct Plan {
     networking: Networking,
     /// The service controller's settings, when it is enabled (flag and `[LoadBalancer] enabled`).
     service: Option<service::run::Plan>,
+    /// The route controller's settings, when it is on (flags and `[Route] router-id`).
+    route: Option<route::Settings>,
     /// Leader migration, when on.
     migration: Option<leader::migration::Migration>,
 }
@@ -426,8 +435,9 @@ struct Clients {
     metrics: Arc<Metrics>,
 }
 
-/// Once leading and logged in to OpenStack: the node watch (which feeds the cache both
-/// controllers read), `cloud-node`'s address refresh and `cloud-node-lifecycle`.
+/// Once leading and logged in to OpenStack: the node watch (which feeds the cache every
+/// controller reads), `cloud-node`'s address refresh, `cloud-node-lifecycle`, `service` and
+/// `route`.
 fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, gates: Gates) {
     let Plan {
         controllers,
@@ -437,10 +447,12 @@ fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, ga
         regional,
         networking,
         service,
+        route,
         migration,
     } = plan;
     let lifecycle_gate = Gate::of(ControllerName::CloudNodeLifecycle, migration.as_ref());
     let service_gate = Gate::of(ControllerName::Service, migration.as_ref());
+    let route_gate = Gate::of(ControllerName::Route, migration.as_ref());
     let mut leading = gates.main.clone();
     let Clients { kube, cloud, metrics } = clients;
     let nodes_api: Api<CachedNode> = Api::all(kube.clone());
@@ -456,6 +468,9 @@ fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, ga
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
     let service = service
         .map(|plan| plan.context(kube.clone(), cloud.clone(), metrics.clone(), controller.store()));
+    let route = route.map(|settings| {
+        route::context(settings, kube.clone(), cloud.clone(), metrics.clone(), controller.store())
+    });
     let mut ctx = Context::new(kube, cloud, metrics, networking, controller.store());
     ctx.regional = regional;
     // Initialization is not migrated (KEP-2436: the kubelet's switch is its own step), but a
@@ -476,6 +491,7 @@ fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, ga
         tracing::info!(
             cloud_node = controllers.node,
             cloud_node_lifecycle = controllers.lifecycle,
+            route = route.is_some(),
             "starting controllers"
         );
         let watch =
@@ -502,8 +518,17 @@ fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, ga
                 None => std::future::pending::<()>().await,
             }
         };
+        let routes = async {
+            match route {
+                Some(ctx) => {
+                    route_gate.run(ControllerName::Route, true, &gates, route::run(ctx)).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
         tokio::select! {
             () = services => (ControllerName::Service.as_str(), Ok(())),
+            () = routes => (ControllerName::Route.as_str(), Ok(())),
             () = watch => ("node-watch", Ok(())),
             () = refresh => ("cloud-node-refresh", Ok(())),
             () = lifecycle => (ControllerName::CloudNodeLifecycle.as_str(), Ok(())),

@@ -40,8 +40,8 @@ pub struct Flags {
     #[arg(long = "kubeconfig", value_name = "FILE")]
     pub(crate) kubeconfig: Option<PathBuf>,
 
-    /// Controllers to run: `*` (all), `cloud-node`, `cloud-node-lifecycle`, `service`; `-name`
-    /// disables one.
+    /// Controllers to run: `*` (all), `cloud-node`, `cloud-node-lifecycle`, `service`, `route`
+    /// (or upstream's canonical names, `node-route-controller`…); `-name` disables one.
     #[arg(long = "controllers", value_name = "LIST", value_delimiter = ',', default_value = "*", value_parser = controller_selector)]
     pub(crate) controllers: Vec<ControllerSelector>,
 
@@ -142,6 +142,25 @@ pub struct Flags {
     #[arg(long = "node-monitor-period", value_name = "DURATION", default_value = "5s", value_parser = go_duration)]
     pub(crate) node_monitor_period: Duration,
 
+    /// Route the nodes' pod CIDRs through the `[Route] router-id` router.
+    ///
+    /// The route controller runs when this is true (upstream's default), `--controllers`
+    /// includes `route` and cloud.conf names a router; without `router-id`, one warning.
+    #[arg(long = "configure-cloud-routes", value_name = "BOOL", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
+    pub(crate) configure_cloud_routes: bool,
+
+    /// The pod networks, comma-separated (one IPv4 and one IPv6 at most).
+    ///
+    /// Only routes whose destination lies inside them are ever removed from the router;
+    /// without any, the route controller adds routes and never removes one.
+    /// Example: --cluster-cidr=10.244.0.0/16,fd00:10:244::/56
+    #[arg(long = "cluster-cidr", value_name = "CIDRS", value_parser = cluster_cidrs)]
+    pub(crate) cluster_cidr: Option<ClusterCidrs>,
+
+    /// Period of the route controller's resync (one router read while nothing changes).
+    #[arg(long = "route-reconciliation-period", value_name = "DURATION", default_value = "10s", value_parser = go_duration)]
+    pub(crate) route_reconciliation_period: Duration,
+
     /// Kubernetes API requests per second, on average.
     ///
     /// A client-side token bucket, as client-go's: every request to the API server takes a token;
@@ -186,19 +205,14 @@ pub enum Command {
 }
 
 /// Flags that OpenShift's operator or the upstream manifests pass and that have no effect here
-/// (no route or service controller, no profiling endpoint, no feature gates); accepted so the
-/// binary is a drop-in, and each one given is named in a warning at start.
+/// (no node IPAM, no profiling endpoint, no feature gates); accepted so the binary is a
+/// drop-in, and each one given is named in a warning at start.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct Ignored {
-    /// Accepted and ignored (no route controller).
-    #[arg(long = "configure-cloud-routes", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
-    pub(crate) configure_cloud_routes: Option<bool>,
-    /// Accepted and ignored (no route controller).
+    /// Accepted and ignored: pod CIDRs come from kube-controller-manager's node IPAM (this
+    /// binary allocates none; its route controller reads `spec.podCIDRs`).
     #[arg(long = "allocate-node-cidrs", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub(crate) allocate_node_cidrs: Option<bool>,
-    /// Accepted and ignored.
-    #[arg(long = "cluster-cidr", value_name = "CIDR")]
-    pub(crate) cluster_cidr: Option<String>,
     /// Accepted and ignored.
     #[arg(long = "feature-gates", value_name = "LIST")]
     pub(crate) feature_gates: Option<String>,
@@ -229,9 +243,7 @@ impl Ignored {
     /// The names of the ignored flags that were given.
     pub(crate) fn given(&self) -> Vec<&'static str> {
         let Self {
-            configure_cloud_routes,
             allocate_node_cidrs,
-            cluster_cidr,
             feature_gates,
             tls_cipher_suites,
             tls_min_version,
@@ -242,9 +254,7 @@ impl Ignored {
             authorization_kubeconfig,
         } = self;
         [
-            ("--configure-cloud-routes", configure_cloud_routes.is_some()),
             ("--allocate-node-cidrs", allocate_node_cidrs.is_some()),
-            ("--cluster-cidr", cluster_cidr.is_some()),
             ("--feature-gates", feature_gates.is_some()),
             ("--tls-cipher-suites", tls_cipher_suites.is_some()),
             ("--tls-min-version", tls_min_version.is_some()),
@@ -280,6 +290,8 @@ pub(crate) struct Controllers {
     pub(crate) lifecycle: bool,
     /// `service` (load balancers).
     pub(crate) service: bool,
+    /// `route` (pod CIDRs on a Neutron router).
+    pub(crate) route: bool,
 }
 
 impl Flags {
@@ -295,17 +307,32 @@ impl Flags {
             node: pick(ControllerName::CloudNode),
             lifecycle: pick(ControllerName::CloudNodeLifecycle),
             service: pick(ControllerName::Service),
+            route: pick(ControllerName::Route),
         }
     }
+}
 
-    /// Controllers named that this binary does not implement (`route`).
-    pub(crate) fn unsupported_controllers(&self) -> Vec<ControllerName> {
-        let enabled = self.controllers.iter().filter_map(|c| match c {
-            ControllerSelector::Enable(name) => Some(*name),
-            _ => None,
-        });
-        enabled.filter(|name| !name.is_implemented()).collect()
+/// `--cluster-cidr`: the pod networks, at most one per family (upstream's rule).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ClusterCidrs(pub(crate) Vec<ipnet::IpNet>);
+
+fn cluster_cidrs(value: &str) -> Result<ClusterCidrs, String> {
+    let mut cidrs: Vec<ipnet::IpNet> = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let cidr: ipnet::IpNet =
+            item.parse().map_err(|e| format!("{item:?} is not a CIDR: {e}"))?;
+        if cidr.trunc() != cidr {
+            return Err(format!("{item:?} has host bits set (the network is {})", cidr.trunc()));
+        }
+        let family = |c: &ipnet::IpNet| matches!(c, ipnet::IpNet::V4(_));
+        if cidrs.iter().any(|c| family(c) == family(&cidr)) {
+            return Err(format!(
+                "{value:?} names two networks of one family; at most one IPv4 and one IPv6"
+            ));
+        }
+        cidrs.push(cidr);
     }
+    Ok(ClusterCidrs(cidrs))
 }
 
 fn cloud_provider(value: &str) -> Result<String, String> {
@@ -371,8 +398,12 @@ mod tests {
         assert_eq!(f.node_monitor_period, Duration::from_secs(5));
         // Not upstream's 1: four nodes initialized at a time (README, "Flags").
         assert_eq!(f.concurrent_node_syncs, 4);
-        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: true, service: true });
+        let all = Controllers { node: true, lifecycle: true, service: true, route: true };
+        assert_eq!(f.controllers(), all);
         assert_eq!((f.kube_api_qps, f.kube_api_burst), (20.0, 30));
+        // Upstream's: routes on, reconciled every 10 s; no pod network named.
+        assert!(f.configure_cloud_routes && f.cluster_cidr.is_none());
+        assert_eq!(f.route_reconciliation_period, Duration::from_secs(10));
         let off = parse(&["--cloud-provider=openstack", "--kube-api-qps", "-1"]).unwrap();
         assert_eq!(off.kube_api_qps, -1.0);
     }
@@ -391,7 +422,8 @@ mod tests {
         assert!(!f.leader_elect);
         assert!(f.use_service_account_credentials);
         assert_eq!(f.v, 2);
-        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false, service: true });
+        let want = Controllers { node: true, lifecycle: false, service: true, route: true };
+        assert_eq!(f.controllers(), want);
         assert_eq!(f.node_monitor_period, Duration::from_secs(90));
         assert_eq!(parse(&["--cloud-provider=openstack", "-v", "4"]).unwrap().v, 4);
     }
@@ -429,10 +461,8 @@ mod tests {
             "--secure-port=0",
         ])
         .unwrap();
-        assert_eq!(
-            f.ignored.given(),
-            ["--configure-cloud-routes", "--feature-gates", "--tls-min-version"]
-        );
+        assert_eq!(f.ignored.given(), ["--feature-gates", "--tls-min-version"]);
+        assert!(!f.configure_cloud_routes, "OpenShift turns the route controller off");
         assert_eq!(f.secure_port, 0);
     }
 
@@ -453,14 +483,38 @@ mod tests {
     #[test]
     fn only_named_controllers_run_without_star() {
         let f = parse(&["--cloud-provider=openstack", "--controllers=cloud-node,route"]).unwrap();
-        assert_eq!(f.controllers(), Controllers { node: true, lifecycle: false, service: false });
-        assert_eq!(f.unsupported_controllers(), vec![ControllerName::Route]);
+        let want = Controllers { node: true, lifecycle: false, service: false, route: true };
+        assert_eq!(f.controllers(), want);
+        let f = parse(&["--cloud-provider=openstack", "--controllers=node-route-controller"]);
+        assert!(f.unwrap().controllers().route, "upstream's canonical name");
+        let f = parse(&["--cloud-provider=openstack", "--controllers=*,-node-route-controller"]);
+        assert!(!f.unwrap().controllers().route);
+    }
+
+    #[test]
+    fn cluster_cidrs_take_one_network_per_family_and_name_the_flag_otherwise() {
+        let f = parse(&[
+            "--cloud-provider=openstack",
+            "--cluster-cidr=10.244.0.0/16, fd00:10:244::/56",
+        ])
+        .unwrap();
+        let want: Vec<ipnet::IpNet> =
+            vec!["10.244.0.0/16".parse().unwrap(), "fd00:10:244::/56".parse().unwrap()];
+        assert_eq!(f.cluster_cidr, Some(ClusterCidrs(want)));
+        for bad in ["10.244.0.0/16,10.245.0.0/16", "10.244.0.1/16", "ten/8"] {
+            let err = parse(&["--cloud-provider=openstack", &format!("--cluster-cidr={bad}")])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("--cluster-cidr"), "{bad}: {err}");
+        }
+        let f = parse(&["--cloud-provider=openstack", "--route-reconciliation-period=1m"]).unwrap();
+        assert_eq!(f.route_reconciliation_period, Duration::from_secs(60));
     }
 
     #[test]
     fn the_service_controller_is_part_of_star_and_can_be_left_out() {
         let f = parse(&["--cloud-provider=openstack", "--controllers=*,service"]).unwrap();
-        assert!(f.controllers().service && f.unsupported_controllers().is_empty());
+        assert!(f.controllers().service);
         let f = parse(&["--cloud-provider=openstack", "--controllers=*,-service"]).unwrap();
         assert!(!f.controllers().service);
         let f = parse(&["--cloud-provider=openstack", "--controllers=service,-service"]).unwrap();

@@ -21,13 +21,6 @@ pub(crate) struct Config {
     /// `[Metadata]`.
     pub(crate) metadata: Metadata,
     /// `[Route]`.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "typed for the service controller (DESIGN §7), not written yet; the tests pin the values"
-        )
-    )]
     pub(crate) route: Route,
 }
 

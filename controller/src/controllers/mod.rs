@@ -9,6 +9,7 @@ pub(crate) mod own_writes;
 pub mod projection;
 pub(crate) mod provider_id;
 pub mod resync;
+pub mod route;
 pub(crate) mod service;
 
 #[cfg(test)]

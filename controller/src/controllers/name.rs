@@ -3,16 +3,16 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A controller upstream's cloud-controller-manager knows; only the node ones run here.
+/// A controller upstream's cloud-controller-manager knows (all four run here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum ControllerName {
     /// `cloud-node`: initializes tainted Nodes and refreshes addresses.
     CloudNode,
     /// `cloud-node-lifecycle`: deletes Nodes whose server is gone, taints `SHUTOFF` ones.
     CloudNodeLifecycle,
-    /// `service`: accepted, not implemented by this binary.
+    /// `service`: Octavia load balancers for `type: LoadBalancer` Services.
     Service,
-    /// `route`: accepted, not implemented by this binary.
+    /// `route`: pod CIDRs routed through a Neutron router.
     Route,
 }
 
@@ -40,19 +40,25 @@ impl ControllerName {
         }
     }
 
-    /// True for the controllers this binary runs.
-    pub(crate) fn is_implemented(self) -> bool {
-        !matches!(self, ControllerName::Route)
+    /// k8s.io/cloud-provider's canonical name, which `--controllers` also accepts.
+    pub(crate) fn canonical(self) -> &'static str {
+        match self {
+            ControllerName::CloudNode => "cloud-node-controller",
+            ControllerName::CloudNodeLifecycle => "cloud-node-lifecycle-controller",
+            ControllerName::Service => "service-lb-controller",
+            ControllerName::Route => "node-route-controller",
+        }
     }
 }
 
 impl FromStr for ControllerName {
     type Err = UnknownController;
 
+    /// The alias (`route`) or the canonical name (`node-route-controller`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         Self::ALL
             .into_iter()
-            .find(|name| name.as_str() == text)
+            .find(|name| name.as_str() == text || name.canonical() == text)
             .ok_or_else(|| UnknownController(text.to_owned()))
     }
 }
@@ -71,7 +77,9 @@ mod tests {
     fn every_name_parses_back_to_itself_and_others_are_unknown() {
         for name in ControllerName::ALL {
             assert_eq!(name.as_str().parse(), Ok(name));
+            assert_eq!(name.canonical().parse(), Ok(name));
         }
+        assert_eq!("node-route-controller".parse(), Ok(ControllerName::Route));
         assert_eq!(
             "cloud-nod".parse::<ControllerName>(),
             Err(UnknownController("cloud-nod".into()))
