@@ -495,15 +495,18 @@ class Scene:
 
     def region_create(self, a):
         """A region with RegionOne's endpoints, but Octavia's at --load-balancer (a test's
-        proxy): a catalog through which a test can take Octavia away and bring it back."""
+        proxy), and Neutron's at --network when given: a catalog through which a test can take
+        Octavia away and bring it back, or stop a controller right after a given call."""
         idn = self.admin().identity
         source = self.default(None, 'OPENSTACK_REGION', 'region')
         if not any(r.id == a.name for r in idn.regions()):
             idn.create_region(id=a.name, description='a test region (openstack_scene.py)')
         have = {(e.service_id, e.interface) for e in idn.endpoints(region_id=a.name)}
-        lb = {s.id for s in idn.services(type='load-balancer')}
+        fronts = {s.id: a.load_balancer for s in idn.services(type='load-balancer')}
+        if a.network:
+            fronts.update({s.id: a.network for s in idn.services(type='network')})
         for e in idn.endpoints(region_id=source):
-            url = a.load_balancer if e.service_id in lb else e.url
+            url = fronts.get(e.service_id, e.url)
             if (e.service_id, e.interface) not in have:
                 idn.create_endpoint(service_id=e.service_id, interface=e.interface, url=url,
                                     region_id=a.name)
@@ -662,9 +665,11 @@ def parse(argv):
     s = sub.add_parser('rbac-delete', help='delete an RBAC policy (as admin)')
     s.add_argument('id')
     s = sub.add_parser('region-create',
-                       help="a region with the stack's endpoints but Octavia's at --load-balancer")
+                       help="a region with the stack's endpoints but Octavia's at --load-balancer "
+                            "(and Neutron's at --network)")
     s.add_argument('--name', required=True)
     s.add_argument('--load-balancer', required=True, metavar='URL')
+    s.add_argument('--network', metavar='URL', help="Neutron's endpoint in the region")
     s = sub.add_parser('region-delete', help='delete a region and its endpoints')
     s.add_argument('--name', required=True)
     s = sub.add_parser('loadbalancer-list', help='Octavia load balancers with their trees')

@@ -1,7 +1,11 @@
-//! Fault injection in front of the real services: a failing or hanging Nova, a TCP forwarder.
+//! Fault injection in front of the real services: a failing or hanging Nova, a TCP forwarder,
+//! an Octavia that goes away, and a front that stops the controller right after one call.
+
+use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
-use axum::http::{Method, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use tokio::sync::oneshot;
 
 /// A proxy in front of the real Nova: version discovery passes, everything else fails.
 pub(crate) async fn faulty_nova(real: String, hang: bool) -> String {
@@ -53,7 +57,7 @@ pub(crate) async fn forward(listener: tokio::net::TcpListener, target: String) {
 /// controller is cut off in the middle of its reconcile, waiting for ACTIVE.
 pub(crate) struct OctaviaFront {
     pub(crate) url: String,
-    pub(crate) down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl OctaviaFront {
@@ -61,11 +65,11 @@ impl OctaviaFront {
         use std::sync::atomic::{AtomicBool, Ordering};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let down = std::sync::Arc::new(AtomicBool::new(false));
+        let down = Arc::new(AtomicBool::new(false));
         let client = reqwest::Client::new();
-        let (flag, armed) = (down.clone(), std::sync::Arc::new(AtomicBool::new(true)));
+        let (flag, armed) = (down.clone(), Arc::new(AtomicBool::new(true)));
         let app = axum::Router::new().fallback(
-            move |method: Method, uri: Uri, headers: axum::http::HeaderMap, body: Bytes| {
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
                 let (client, real) = (client.clone(), real.clone());
                 let (down, armed) = (flag.clone(), armed.clone());
                 async move {
@@ -74,21 +78,13 @@ impl OctaviaFront {
                     }
                     let creates = method == Method::POST
                         && uri.path().trim_end_matches('/').ends_with("/lbaas/loadbalancers");
-                    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-                    let mut request = client.request(method, format!("{real}{path}")).body(body);
-                    for (name, value) in headers.iter().filter(|(n, _)| *n != "host") {
-                        request = request.header(name, value);
-                    }
-                    let response = request.send().await.unwrap();
-                    let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
-                    let text = response.bytes().await.unwrap();
+                    let front = format!("http://{addr}");
+                    let (status, _, text) =
+                        relay(&client, &real, &front, method, &uri, &headers, body).await;
                     if creates && status.is_success() && armed.swap(false, Ordering::SeqCst) {
                         down.store(true, Ordering::SeqCst);
                     }
-                    // The version document names the real URL; point it back at the front.
-                    let fixed =
-                        String::from_utf8_lossy(&text).replace(&real, &format!("http://{addr}"));
-                    (status, Bytes::from(fixed))
+                    (status, text)
                 }
             },
         );
@@ -104,5 +100,96 @@ impl OctaviaFront {
     /// Octavia is back: requests are forwarded again.
     pub(crate) fn resume(&self) {
         self.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Sends the request to `real`, as it came (its headers but `Host`), and returns the answer
+/// with the real service's URL in its body pointed back at `front` (version documents name it).
+async fn relay(
+    client: &reqwest::Client,
+    real: &str,
+    front: &str,
+    method: Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> (StatusCode, Option<axum::http::HeaderValue>, Bytes) {
+    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let mut request = client.request(method, format!("{real}{path}")).body(body);
+    for (name, value) in headers.iter().filter(|(n, _)| *n != header::HOST) {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.unwrap();
+    let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
+    let content_type = response.headers().get(header::CONTENT_TYPE).cloned();
+    let text = response.bytes().await.unwrap();
+    let fixed = String::from_utf8_lossy(&text).replace(real, front);
+    (status, content_type, Bytes::from(fixed))
+}
+
+/// The call a [`Front`] stops the controller after.
+struct Hold {
+    method: Method,
+    /// A part of the path (`/lbaas/listeners/`, `/ports/<id>`).
+    path: String,
+    went_through: oneshot::Sender<()>,
+}
+
+/// A front before a real service (Octavia, Neutron: a region of the catalog points there) that
+/// forwards every request and can stop the controller right after one call: the first request
+/// matching the armed [`Front::hold`] goes through to the real service, which answers it with
+/// success, and then the answer is kept back for good and the test told. The call has taken
+/// effect and the controller, waiting for its answer, has made none after it: a test kills it
+/// there, at an exact step, with no timing luck involved.
+pub(crate) struct Front {
+    pub(crate) url: String,
+    armed: Arc<Mutex<Option<Hold>>>,
+}
+
+impl Front {
+    /// A front before `real` (the catalog's URL of the service, without a version).
+    pub(crate) async fn start(real: String) -> Front {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let armed: Arc<Mutex<Option<Hold>>> = Arc::new(Mutex::new(None));
+        let client = reqwest::Client::new();
+        let (front, hold) = (url.clone(), armed.clone());
+        let app = axum::Router::new().fallback(
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let (client, real, front, armed) =
+                    (client.clone(), real.clone(), front.clone(), hold.clone());
+                async move {
+                    let path = uri.path().to_owned();
+                    let wanted = |h: &Hold| h.method == method && path.contains(h.path.as_str());
+                    let matches = armed.lock().unwrap().as_ref().is_some_and(wanted);
+                    let (status, content_type, text) =
+                        relay(&client, &real, &front, method.clone(), &uri, &headers, body).await;
+                    if matches && status.is_success() {
+                        let taken = armed.lock().unwrap().take_if(|h| wanted(h));
+                        if let Some(hold) = taken {
+                            let _ = hold.went_through.send(());
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                    let mut answer = HeaderMap::new();
+                    if let Some(value) = content_type {
+                        answer.insert(header::CONTENT_TYPE, value);
+                    }
+                    (status, answer, text)
+                }
+            },
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Front { url, armed }
+    }
+
+    /// Arms the front: the next `method` request whose path contains `path` that the real
+    /// service answers with success is held; the receiver is told then.
+    pub(crate) fn hold(&self, method: Method, path: &str) -> oneshot::Receiver<()> {
+        let (went_through, rx) = oneshot::channel();
+        let hold = Hold { method, path: path.to_owned(), went_through };
+        let previous = self.armed.lock().unwrap().replace(hold);
+        assert!(previous.is_none(), "the front holds one call at a time");
+        rx
     }
 }

@@ -101,6 +101,12 @@ impl Process {
         self.exit_code().await
     }
 
+    /// Sends SIGKILL and waits for the end: no handler runs, nothing is finished or cleaned
+    /// up, as when the OOM killer or a lost node ends the controller.
+    pub(crate) async fn kill(&mut self) {
+        self.child.kill().await.expect("SIGKILL ends the process");
+    }
+
     /// The exit code once the process ends after a SIGTERM, waited for 20 s at most.
     async fn exit_code(&mut self) -> Option<i32> {
         let exit = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
