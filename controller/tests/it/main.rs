@@ -15,6 +15,7 @@ mod support;
 mod takeover;
 mod tls;
 mod upgrade;
+mod upgrade_faults;
 
 // The scale benchmark's replay of Nova and Neutron (and its request classifier), for the
 // request-pattern tests; the benchmark uses the rest of them.
