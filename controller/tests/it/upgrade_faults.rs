@@ -1,16 +1,17 @@
 //! Faults in the move from the in-tree OpenStack provider (ignored by default; scripts/test.sh
-//! runs them): the controller killed between the steps of an adoption and started again.
+//! runs them): the controller killed between the steps of an adoption and started again, and
+//! the Nodes the in-tree provider initialized, which it must leave as they are.
 
 use axum::http::Method;
 use serde_json::{Value, json};
 use testkit::cluster::Cluster;
-use testkit::kube::load_balancer_service;
+use testkit::kube::{NodeFixture, load_balancer_service};
 use testkit::stack::StackEnv;
 use tokio::sync::oneshot;
 
 use crate::load_balancer::{OWNER_TAG, WAIT, delete_service, lb_list, node, until};
 use crate::proxy::Front;
-use crate::support::{Process, scene, start_ccm};
+use crate::support::{Process, https, requests, scene, start_ccm};
 use crate::upgrade::{ANNOTATION, floating_ips_on, groups_named, in_tree_name};
 
 /// The service controller of cluster `cluster`, authenticated to the stack's Keystone for
@@ -241,4 +242,100 @@ async fn killed_between_adoption_steps_the_controller_converges_with_nothing_dup
     scene(&env, &["port-delete", &port_id]).await;
     scene(&env, &["security-group-delete", node_group]).await;
     scene(&env, &["region-delete", "--name", &region]).await;
+}
+
+/// The `cloud-node` controller's reconcile outcomes so far (`occm_reconciles_total`, every
+/// result: `initialized` and each error kind), from /metrics.
+async fn node_reconciles(port: u16) -> u64 {
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    let text = https().get(url).send().await.unwrap().text().await.unwrap();
+    let lines =
+        text.lines().filter(|l| l.starts_with("occm_reconciles_total{controller=\"cloud-node\","));
+    lines.filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok()).sum()
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+async fn nodes_the_in_tree_provider_initialized_are_never_initialized_again() {
+    let env = StackEnv::load();
+    let name = format!("occm-intree-{}", std::process::id());
+    let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
+    let id = server["id"].as_str().unwrap().to_owned();
+    let fixed = server["fixed_ips"][0].as_str().unwrap().to_owned();
+    // A floating IP that came after the kubelet's last report of cloud addresses (with
+    // --cloud-provider=external it reports none): the address refresh is what adds it.
+    let server_port = server["ports"][0]["id"].as_str().unwrap();
+    let fip =
+        scene(&env, &["floating-ip-create", "--port", server_port, "--wait-server", &id]).await;
+    let external = fip["floating_ip_address"].as_str().unwrap().to_owned();
+
+    // The Node as the in-tree kubelet left it: providerID, no taint, Ready, its addresses,
+    // and the labels it set. The in-tree provider read the server at Nova's base microversion,
+    // where a server's flavor is only its ID, and labelled the instance type with that
+    // (legacy-cloud-providers/openstack `srvInstanceType`); an initialization writes the name.
+    let flavor_id = &env["OPENSTACK_FLAVOR_ID"];
+    let zone = server["availability_zone"].as_str().unwrap();
+    let region = &env["OPENSTACK_REGION"];
+    let provider_id = format!("openstack:///{id}");
+    let mut node = NodeFixture::initialized(&name).provider_id(&provider_id).build();
+    let labels = json!({
+        "kubernetes.io/hostname": name,
+        "node.kubernetes.io/instance-type": flavor_id,
+        "beta.kubernetes.io/instance-type": flavor_id,
+        "topology.kubernetes.io/zone": zone,
+        "failure-domain.beta.kubernetes.io/zone": zone,
+        "topology.kubernetes.io/region": region,
+        "failure-domain.beta.kubernetes.io/region": region,
+        "tier": "web",
+    });
+    node["metadata"]["labels"] = labels.clone();
+    node["status"]["addresses"] =
+        json!([{"type": "InternalIP", "address": fixed}, {"type": "Hostname", "address": name}]);
+    let fake = Cluster::start();
+    let before = fake.create("v1", "nodes", "", node);
+
+    let conf = format!(
+        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {}\n",
+        env["OPENSTACK_CLOUDS_YAML"], env["OPENSTACK_CLOUD_APPCRED"]
+    );
+    let flags = [
+        "--controllers=cloud-node,cloud-node-lifecycle",
+        "--node-status-update-frequency=2s",
+        "--node-monitor-period=2s",
+        "--leader-elect=false",
+    ];
+    let (process, port, _dir) = start_ccm(&fake.url(), &conf, &flags);
+
+    // Several address refreshes (one server list each: the first full, then changes-since);
+    // the first writes what the README documents: the port's fixed IP, Nova's floating
+    // address, kubelet's Hostname kept (the server has no metadata `hostname`).
+    let refreshed = json!([
+        {"type": "InternalIP", "address": fixed},
+        {"type": "ExternalIP", "address": external},
+        {"type": "Hostname", "address": name},
+    ]);
+    until("four address refreshes", &process, async || {
+        let node = fake.get("v1", "nodes", "", &name)?;
+        let lists = requests(port, "compute", "server_list").await;
+        (lists >= 4 && node["status"]["addresses"] == refreshed).then_some(())
+    })
+    .await;
+    let after = fake.get("v1", "nodes", "", &name).unwrap();
+    assert_eq!(after["spec"], before["spec"], "providerID or taints changed");
+    assert_eq!(after["metadata"]["labels"], labels, "labels changed");
+    assert_eq!(after["status"]["conditions"], before["status"]["conditions"]);
+    assert_eq!(after["status"]["addresses"], refreshed);
+
+    // No initialization: its server lookup by ID (`servers/{id}`) never made, none counted,
+    // no line and no Event about it.
+    assert_eq!(requests(port, "compute", "server_get").await, 0, "{}", process.log());
+    assert_eq!(node_reconciles(port).await, 0, "an initialization was tried");
+    let log = process.log();
+    assert!(!log.lines().any(|l| l.contains("initialized") && l.contains(&id)), "{log}");
+    let events = fake.list("events.k8s.io/v1", "events");
+    let about = |e: &&Value| e["regarding"]["name"] == name.as_str();
+    assert_eq!(events.iter().filter(about).count(), 0, "{events:?}");
+
+    scene(&env, &["floating-ip-delete", fip["id"].as_str().unwrap()]).await;
+    scene(&env, &["server-delete", &id, "--wait"]).await;
 }
