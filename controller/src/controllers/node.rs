@@ -9,6 +9,7 @@ use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
 use super::addresses::{self, AddressType, NodeAddress};
@@ -150,7 +151,8 @@ pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &CachedNode) -> Result
         .await
         .map_err(|source| Error::Kube { node: name.clone(), source })?;
     let replaced = [node.resource_version(), updated.and_then(|n| n.resource_version())];
-    ctx.own_writes.record(&name, replaced.into_iter().flatten().collect());
+    let live = |n: &str| ctx.nodes.get(&ObjectRef::new(n)).is_some();
+    ctx.own_writes.record(&name, replaced.into_iter().flatten().collect(), live);
     tracing::info!(node = %name, server = %instance.server.id, "initialized");
     Ok(())
 }

@@ -20,9 +20,12 @@ pub(crate) struct OwnWrites {
 }
 
 impl OwnWrites {
-    /// Records that `name` was initialized over these versions.
-    pub(crate) fn record(&self, name: &str, replaced: Vec<String>) {
+    /// Records that `name` was initialized over these versions, and forgets the nodes that
+    /// are gone (`live` says which are not: deleted before the watch delivered our write), so
+    /// that the map stays as small as the initializations in flight.
+    pub(crate) fn record(&self, name: &str, replaced: Vec<String>, live: impl Fn(&str) -> bool) {
         let mut stale = self.stale.lock().unwrap_or_else(PoisonError::into_inner);
+        stale.retain(|name, _| live(name));
         stale.insert(name.to_owned(), replaced);
     }
 
@@ -38,11 +41,5 @@ impl OwnWrites {
         }
         stale.remove(&name);
         false
-    }
-
-    /// Forgets nodes that are gone (deleted before the watch delivered our write).
-    pub(crate) fn retain(&self, live: impl Fn(&str) -> bool) {
-        let mut stale = self.stale.lock().unwrap_or_else(PoisonError::into_inner);
-        stale.retain(|name, _| live(name));
     }
 }

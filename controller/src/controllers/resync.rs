@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
-use kube::runtime::reflector::ObjectRef;
 
 use super::node::{node_addresses, patch_addresses};
 use super::{Context, Error, Result, UNINITIALIZED_TAINT, has_taint, lookup};
@@ -220,7 +219,6 @@ pub(crate) async fn run<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
     loop {
         ticker.tick().await;
         let nodes = ctx.nodes.state();
-        ctx.own_writes.retain(|name| ctx.nodes.get(&ObjectRef::new(name)).is_some());
         match resync(&ctx, &nodes, &mut cursor).await {
             Ok(report) => tracing::debug!(nodes = nodes.len(), ?report, "addresses refreshed"),
             Err(error) => {
