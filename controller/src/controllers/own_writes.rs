@@ -43,3 +43,30 @@ impl OwnWrites {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(name: &str, version: &str) -> CachedNode {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "resourceVersion": version},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_replaced_copy_is_stale_until_a_newer_one_and_gone_nodes_are_forgotten_on_record() {
+        let writes = OwnWrites::default();
+        writes.record("a", vec!["1".into(), "2".into()], |_| true);
+        assert!(writes.is_stale(&copy("a", "2")));
+        writes.record("b", vec!["7".into()], |_| true);
+        // Node a is deleted before its watch event: the next record forgets it.
+        writes.record("c", vec!["9".into()], |name| name != "a");
+        assert!(!writes.is_stale(&copy("a", "2")), "a's entry was pruned");
+        assert!(writes.is_stale(&copy("b", "7")));
+        // A newer copy of b ends its entry.
+        assert!(!writes.is_stale(&copy("b", "8")));
+        assert!(!writes.is_stale(&copy("b", "7")));
+    }
+}
