@@ -151,7 +151,9 @@ if ! busy=$(ports_free); then
   done
 fi
 
-# A fresh start: nothing of an earlier run is kept but the timings.
+# A fresh start: nothing of an earlier run is kept but the timings (and never across a mount).
+left=$(mounts_under "$KUBE_DIR")
+[ -z "$left" ] || die "still mounted under $KUBE_DIR, not clearing it: $(echo "$left" | paste -sd' ')"
 if [ -d "$KUBE_DIR" ]; then
   find "$KUBE_DIR" -mindepth 1 -maxdepth 1 ! -name timings -exec rm -rf {} +
 fi
@@ -159,14 +161,15 @@ mkdir -p "$LOG" "$RUN"
 echo "$KUBE_PORT_BASE" >"$RUN/port-base"
 T_START=$(date +%s)
 
-# On failure, stop what this run started (the logs stay for reading).
+# On failure, stop what this run started (the logs stay for reading), in kube-down.sh's order:
+# the background jobs are the services themselves, and an API server that loses etcd first
+# takes minutes to shut down.
 cleanup_on_failure() {
-  local rc=$? job
+  local rc=$?
   [ $rc -ne 0 ] || return 0
-  for job in $(jobs -p); do kill -TERM "$job" 2>/dev/null || true; done
-  wait 2>/dev/null || true
   log "failed: stopping what was started (logs stay in $LOG)"
   "$REPO/scripts/kube-down.sh" || true
+  wait 2>/dev/null || true
   exit $rc
 }
 trap cleanup_on_failure EXIT
