@@ -195,7 +195,7 @@ impl Metadata for CachedNode {
 /// annotation, the deletion time, and of the conditions only `Ready` and `NetworkUnavailable`
 /// (with its reason, which the route controller compares). The labels stay whole
 /// (in [`CachedNode::labels`]): a Service's node-selector annotation may name any of them.
-pub(crate) fn project(node: &mut CachedNode) {
+pub fn project(node: &mut CachedNode) {
     let meta = std::mem::take(&mut node.metadata);
     let annotations = meta.annotations.map(|mut a| {
         a.retain(|k, _| k == PROVIDED_NODE_IP);

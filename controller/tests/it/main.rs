@@ -11,6 +11,7 @@ mod oracle;
 mod proxy;
 mod real_openstack;
 mod request_pattern;
+mod route_controller;
 mod support;
 mod takeover;
 mod tls;

@@ -21,7 +21,7 @@ use testkit::stack::StackEnv;
 
 use crate::support::{free_port, https, scene, start_ccm};
 
-fn credentials(env: &StackEnv, cloud: &str) -> Credentials {
+pub(crate) fn credentials(env: &StackEnv, cloud: &str) -> Credentials {
     let text = std::fs::read_to_string(&env["OPENSTACK_CLOUDS_YAML"]).unwrap();
     let entry = clouds::entry_from_text(&text, cloud, "clouds.yaml").unwrap();
     let mut values = Values::default();
