@@ -40,6 +40,8 @@ pub(crate) fn classify(
         (&Method::GET, ["network", "v2.0", "ports"]) => {
             if query.contains_key("device_id") {
                 "network/port_list_by_device"
+            } else if query.contains_key("fixed_ips") {
+                "network/port_list_by_address"
             } else {
                 "network/port_list_all"
             }
@@ -81,9 +83,16 @@ fn load_balancer(method: &Method, parts: &[&str]) -> &'static str {
     }
 }
 
-/// The rest of Neutron: floating IPs, security groups and rules, ports by update, subnets.
+/// The rest of Neutron: floating IPs, security groups and rules, ports by update, subnets,
+/// routers and their extra routes, extensions.
 fn network(method: &Method, resource: &str, rest: &[&str]) -> &'static str {
     match (method, resource, rest) {
+        (&Method::GET, "extensions", []) => "network/extension_list",
+        (&Method::GET, "routers", [_]) => "network/router_get",
+        (&Method::PUT, "routers", [_]) => "network/router_update",
+        (&Method::PUT, "routers", [_, "add_extraroutes"]) => "network/router_add_extraroutes",
+        (&Method::PUT, "routers", [_, "remove_extraroutes"]) => "network/router_remove_extraroutes",
+        (&Method::GET, "ports", [_]) => "network/port_get",
         (&Method::GET, "floatingips", []) => "network/floatingip_list",
         (&Method::POST, "floatingips", []) => "network/floatingip_create",
         (&Method::PUT, "floatingips", [_]) => "network/floatingip_update",

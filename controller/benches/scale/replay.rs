@@ -7,8 +7,12 @@
 //! (`/compute/v2.1`, `/network/`), `GET /compute/v2.1/servers/detail` (`name` as an anchored
 //! regex, `limit`/`marker`, Nova's `max_limit` of 1000 with a `servers_links` next link, the
 //! flavor embedded from microversion 2.47, its ID before; `changes-since` as Nova answers it,
-//! see below), `GET /servers/{id}` (404 `itemNotFound`), `GET /flavors/{id}`, and
-//! `GET /network/v2.0/ports` (`device_id` repeated for several servers, `fields`).
+//! see below), `GET /servers/{id}` (404 `itemNotFound`), `GET /flavors/{id}`,
+//! `GET /network/v2.0/ports` (`device_id` or `fixed_ips=ip_address=…` repeated, `fields`),
+//! `GET`/`PUT /ports/{id}` (allowed address pairs, revisions with `If-Match` and 412), and
+//! one router [`ROUTER_ID`]: `GET`, `PUT` (routes, `If-Match`), `add_extraroutes` and
+//! `remove_extraroutes`, and `GET /extensions` (the stack's, with `extraroute-atomic`).
+//! Unlike the stack's Neutron (`max_routes = 30`), the router takes any number of routes.
 //!
 //! Time as Nova keeps it: server `i` of N was last updated `30 d × (N − i) / N` before the
 //! replay started, whole seconds. `changes-since=T` answers the servers updated at or after T
@@ -20,7 +24,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use axum::Router;
@@ -60,7 +64,19 @@ struct Shared {
     by_id: HashMap<String, usize>,
     by_name: HashMap<String, usize>,
     ports: Vec<Value>,
+    /// Each port's index by its ID and by its fixed IP.
+    port_by_id: HashMap<String, usize>,
+    port_by_ip: HashMap<String, usize>,
+    /// What route controllers change: each port's allowed address pairs and revision.
+    port_state: Mutex<Vec<(Vec<Value>, u64)>>,
+    /// The recorded router (its routes and revision live in `router`).
+    router_body: Value,
+    router: Mutex<(Vec<Value>, u64)>,
+    extensions: String,
 }
+
+/// The ID of the replay's one router.
+pub(crate) const ROUTER_ID: &str = "0000a0a0-5e1f-4c2d-9a7b-00000000a0a0";
 
 /// A running replay server (its task ends with the runtime).
 #[derive(Clone)]
@@ -105,6 +121,8 @@ impl Replay {
         let mut ports = Vec::with_capacity(n);
         let mut by_id = HashMap::with_capacity(n);
         let mut by_name = HashMap::with_capacity(n);
+        let mut port_by_id = HashMap::with_capacity(n);
+        let mut port_by_ip = HashMap::with_capacity(n);
         let started = jiff::Timestamp::now().round(jiff::Unit::Second).expect("whole seconds");
         let mut updated = Vec::with_capacity(n);
         for i in 0..n {
@@ -125,7 +143,10 @@ impl Replay {
             s["addresses"] = json!({ network.clone(): [entry] });
             servers.push(s);
             let mut p = port["port"].clone();
-            p["id"] = json!(format!("{i:08x}-0b0b-4f0f-8c8c-{i:012x}"));
+            let port_id = format!("{i:08x}-0b0b-4f0f-8c8c-{i:012x}");
+            port_by_id.insert(port_id.clone(), i);
+            port_by_ip.insert(addr.clone(), i);
+            p["id"] = json!(port_id);
             p["device_id"] = json!(id);
             p["name"] = json!(format!("{name}-port"));
             p["fixed_ips"][0]["ip_address"] = json!(addr);
@@ -140,6 +161,12 @@ impl Replay {
         let mut gone = recorded_deleted["servers"][0].clone();
         let deleted_at = started - jiff::SignedDuration::from_hours(24);
         gone["updated"] = json!(deleted_at.to_string());
+        let mut router_body: Value =
+            serde_json::from_str(&recorded("neutron-router.json")).expect("JSON");
+        router_body["router"]["id"] = json!(ROUTER_ID);
+        let revision = router_body["router"]["revision_number"].as_u64().unwrap_or(1);
+        let extensions = recorded("neutron-extensions.json");
+        let port_revision = port["port"]["revision_number"].as_u64().unwrap_or(1);
         let shared = Arc::new(Shared {
             token: serde_json::from_str(&recorded("keystone-token.json")).expect("JSON"),
             compute_version: recorded("nova-version.json"),
@@ -152,7 +179,13 @@ impl Replay {
             deleted: vec![(deleted_at, gone)],
             by_id,
             by_name,
+            port_state: Mutex::new(vec![(Vec::new(), port_revision); ports.len()]),
             ports,
+            port_by_id,
+            port_by_ip,
+            router_body,
+            router: Mutex::new((Vec::new(), revision)),
+            extensions,
         });
         let counter = Arc::new(Counter::default());
         let app = Router::new().fallback(handle).with_state((shared, counter.clone()));
@@ -222,15 +255,21 @@ async fn handle(
     uri: Uri,
     Query(pairs): Query<Vec<(String, String)>>,
     headers: HeaderMap,
-    _body: Bytes,
+    body: Bytes,
 ) -> Response {
     let started = Instant::now();
     let path = uri.path().trim_end_matches('/');
     let query: HashMap<String, String> = pairs.iter().cloned().collect();
     let operation = classify(&method, path, &query);
     counter.record(operation, || format!("{method} {path}"));
-    let request =
-        Request { method: &method, path, query: &query, pairs: &pairs, headers: &headers };
+    let request = Request {
+        method: &method,
+        path,
+        query: &query,
+        pairs: &pairs,
+        headers: &headers,
+        body: &body,
+    };
     let response = answer(&shared, operation, &request);
     counter.time(operation, started.elapsed());
     response
@@ -245,6 +284,8 @@ struct Request<'a> {
     /// The query as sent, repeated names included (`device_id`, `fields`).
     pairs: &'a [(String, String)],
     headers: &'a HeaderMap,
+    /// The body of a PUT.
+    body: &'a [u8],
 }
 
 impl Request<'_> {
@@ -254,16 +295,116 @@ impl Request<'_> {
     }
 }
 
+/// Neutron's `fields`: only the named keys of an object (all of them without it).
+fn pick(object: &Value, fields: &[&str]) -> Value {
+    if fields.is_empty() {
+        return object.clone();
+    }
+    let kept = fields.iter().filter_map(|f| Some(((*f).to_owned(), object.get(*f)?.clone())));
+    Value::Object(kept.collect())
+}
+
 /// Neutron's `fields`: only the named keys of each port (all of them without it).
 fn ports_body<'a>(ports: impl Iterator<Item = &'a Value>, fields: &[&str]) -> String {
-    let pick = |p: &Value| -> Value {
-        if fields.is_empty() {
-            return p.clone();
-        }
-        let kept = fields.iter().filter_map(|f| Some(((*f).to_owned(), p.get(*f)?.clone())));
-        Value::Object(kept.collect())
+    json!({ "ports": ports.map(|p| pick(p, fields)).collect::<Vec<_>>() }).to_string()
+}
+
+/// Port `i` with the pairs and revision route controllers gave it.
+fn port_now(shared: &Shared, i: usize) -> Value {
+    let state = shared.port_state.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut port = shared.ports[i].clone();
+    port["allowed_address_pairs"] = json!(state[i].0);
+    port["revision_number"] = json!(state[i].1);
+    port
+}
+
+/// The router as Neutron renders it now.
+fn router_now(shared: &Shared) -> Value {
+    let (routes, revision) = &*shared.router.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut router = shared.router_body["router"].clone();
+    router["routes"] = json!(routes);
+    router["revision_number"] = json!(revision);
+    router
+}
+
+/// `If-Match: revision_number=N` against the current revision: `Some(412)` when it differs.
+fn precondition(headers: &HeaderMap, revision: u64) -> Option<Response> {
+    let wanted = headers.get("if-match")?.to_str().ok()?.strip_prefix("revision_number=")?;
+    (wanted.parse::<u64>().ok()? != revision).then(|| {
+        let message = format!("Constrained to {wanted}, but current revision is {revision}");
+        let body = json!({"NeutronError": {"type": "RevisionNumberConstraintFailed",
+            "message": message, "detail": ""}});
+        respond(412, body.to_string())
+    })
+}
+
+/// The `routes` (or `allowed_address_pairs`) list of a PUT body under `root`.
+fn put_list(body: &[u8], root: &str, key: &str) -> Option<Vec<Value>> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    value.get(root)?.get(key)?.as_array().cloned()
+}
+
+/// The replayed answer to a router or extension request.
+fn answer_router(shared: &Shared, operation: &'static str, request: &Request<'_>) -> Response {
+    let id = request.path.split('/').nth(4).unwrap_or_default();
+    if operation != "network/extension_list" && id != ROUTER_ID {
+        let message = format!("Router {id} could not be found");
+        let body =
+            json!({"NeutronError": {"type": "RouterNotFound", "message": message, "detail": ""}});
+        return respond(404, body.to_string());
+    }
+    let Some(routes) = put_list(request.body, "router", "routes").or_else(|| {
+        matches!(operation, "network/router_get" | "network/extension_list").then(Vec::new)
+    }) else {
+        return respond(400, json!({"NeutronError": {"message": "no routes"}}).to_string());
     };
-    json!({ "ports": ports.map(pick).collect::<Vec<_>>() }).to_string()
+    let mut router = shared.router.lock().unwrap_or_else(PoisonError::into_inner);
+    match operation {
+        "network/extension_list" => return respond(200, shared.extensions.clone()),
+        "network/router_get" => {}
+        "network/router_add_extraroutes" => {
+            let new: Vec<Value> = routes.into_iter().filter(|r| !router.0.contains(r)).collect();
+            router.0.extend(new);
+            router.1 += 1;
+        }
+        "network/router_remove_extraroutes" => {
+            router.0.retain(|r| !routes.contains(r));
+            router.1 += 1;
+        }
+        _ => {
+            if let Some(refused) = precondition(request.headers, router.1) {
+                return refused;
+            }
+            router.0 = routes;
+            router.1 += 1;
+        }
+    }
+    drop(router);
+    let fields = request.all("fields");
+    respond(200, json!({ "router": pick(&router_now(shared), &fields) }).to_string())
+}
+
+/// The replayed answer to a port's GET or PUT (its allowed address pairs).
+fn answer_port(shared: &Shared, operation: &'static str, request: &Request<'_>) -> Response {
+    let id = request.path.rsplit('/').next().unwrap_or_default();
+    let Some(&i) = shared.port_by_id.get(id) else {
+        let message = format!("Port {id} could not be found.");
+        let body =
+            json!({"NeutronError": {"type": "PortNotFound", "message": message, "detail": ""}});
+        return respond(404, body.to_string());
+    };
+    if operation == "network/port_update" {
+        let Some(pairs) = put_list(request.body, "port", "allowed_address_pairs") else {
+            return respond(400, json!({"NeutronError": {"message": "not replayed"}}).to_string());
+        };
+        let mut state = shared.port_state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(refused) = precondition(request.headers, state[i].1) {
+            return refused;
+        }
+        state[i] = (pairs, state[i].1 + 1);
+    }
+    let fields = request.all("fields");
+    respond(200, json!({ "port": pick(&port_now(shared, i), &fields) }).to_string())
 }
 
 /// The replayed answer to one request that the classifier named `operation`.
@@ -383,6 +524,21 @@ fn answer(shared: &Shared, operation: &'static str, request: &Request<'_>) -> Re
         "network/port_list_all" => {
             respond(200, ports_body(shared.ports.iter(), &request.all("fields")))
         }
+        "network/port_list_by_address" => {
+            let addresses = request.all("fixed_ips");
+            let found = addresses
+                .iter()
+                .filter_map(|f| shared.port_by_ip.get(f.strip_prefix("ip_address=")?))
+                .map(|&i| port_now(shared, i))
+                .collect::<Vec<_>>();
+            respond(200, ports_body(found.iter(), &request.all("fields")))
+        }
+        "network/port_get" | "network/port_update" => answer_port(shared, operation, request),
+        "network/extension_list"
+        | "network/router_get"
+        | "network/router_update"
+        | "network/router_add_extraroutes"
+        | "network/router_remove_extraroutes" => answer_router(shared, operation, request),
         _ => {
             debug_assert_eq!(operation, OTHER);
             let body = json!({"error": {"message": format!("not replayed: {method} {path}")}});

@@ -125,3 +125,107 @@ async fn issue_16_a_lifecycle_tick_at_3000_nodes_with_10_percent_not_ready_is_on
     assert_eq!(since(&replay, mark), expected);
     assert!(fake.get("v1", "nodes", "", "worker-gone").is_none());
 }
+
+/// Nodes for the route controller: N = 1,000 of the replay's servers with a pod CIDR each
+/// inside `172.16.0.0/12`, their InternalIP the server's port.
+const ROUTED: usize = 1000;
+
+fn pod_cidr(i: usize) -> String {
+    format!("172.{}.{}.0/24", 16 + i / 256, i % 256)
+}
+
+async fn routed_nodes(fake: &FakeApiServer) -> Vec<Arc<CachedNode>> {
+    let list = Api::<CachedNode>::all(fake.client()).list(&Default::default()).await.unwrap();
+    let project = |mut node: CachedNode| {
+        occm::controllers::projection::project(&mut node);
+        Arc::new(node)
+    };
+    list.items.into_iter().map(project).collect()
+}
+
+#[tokio::test]
+async fn issue_27_a_steady_route_resync_at_1000_nodes_is_one_router_read() {
+    use occm::cloud::routes::Routes;
+    use occm::controllers::route::{self, Memory, RouteContext, Settings, VERIFY_EVERY};
+
+    let replay = Replay::start(ROUTED).await;
+    let fake = FakeApiServer::start().await.unwrap();
+    for i in 0..ROUTED {
+        let name = replay::server_name(i);
+        let mut node = NodeFixture::initialized(&name)
+            .provider_id(&format!("openstack:///{}", replay::server_id(i)))
+            .build();
+        node["spec"]["podCIDRs"] = json!([pod_cidr(i)]);
+        node["status"]["addresses"] = json!([{"type": "InternalIP", "address": replay::ip(i)}]);
+        fake.create("v1", "nodes", "", node);
+    }
+    let metrics = Metrics::shared();
+    let cloud = OpenStack::new(metrics.clone(), Duration::from_secs(30));
+    cloud.set_credentials(Credentials {
+        auth_url: Some(replay.auth_url()),
+        username: Some("ccm-user".into()),
+        password: Some("replay-pass".to_owned().into()),
+        project_name: Some("ccm".into()),
+        domain_name: Some("Default".into()),
+        ..Credentials::default()
+    });
+    tokio::spawn(cloud.clone().keep_connected());
+    let mut ready = cloud.subscribe_ready();
+    tokio::time::timeout(Duration::from_secs(30), ready.wait_for(|r| *r)).await.unwrap().unwrap();
+    let support = cloud.route_support().await.unwrap();
+    let (reader, _writer) = kube::runtime::reflector::store::<CachedNode>();
+    let settings = Settings {
+        router_id: replay::ROUTER_ID.into(),
+        cluster: vec!["172.16.0.0/12".parse().unwrap()],
+        period: Duration::from_secs(10),
+    };
+    let ctx = RouteContext::new(fake.client(), cloud, metrics.clone(), reader, settings);
+    let mut memory = Memory::default();
+
+    // Every node new: one router read, one batch of routes, ⌈N/100⌉ port listings and one
+    // port write per node (Neutron has no bulk port update).
+    let mark = replay.counter.hits().len();
+    let report =
+        route::resync(&ctx, support, &routed_nodes(&fake).await, &mut memory).await.unwrap();
+    assert_eq!((report.added, report.failed, report.conditions), (ROUTED, 0, ROUTED), "{report:?}");
+    let expected = BTreeMap::from([
+        ("network/port_list_by_address", 10),
+        ("network/port_update", ROUTED),
+        ("network/router_add_extraroutes", 1),
+        ("network/router_get", 1),
+    ]);
+    assert_eq!(since(&replay, mark), expected);
+
+    // Nothing changed: the router read alone, at any N, and no Kubernetes write.
+    let writes = fake.writes().len();
+    for _ in 1..VERIFY_EVERY {
+        let mark = replay.counter.hits().len();
+        route::resync(&ctx, support, &routed_nodes(&fake).await, &mut memory).await.unwrap();
+        assert_eq!(since(&replay, mark), BTreeMap::from([("network/router_get", 1)]));
+    }
+    assert_eq!(fake.writes().len(), writes);
+
+    // Every 10th resync checks every node's pairs: the listings, no write.
+    let mark = replay.counter.hits().len();
+    let report =
+        route::resync(&ctx, support, &routed_nodes(&fake).await, &mut memory).await.unwrap();
+    assert_eq!(report.verified, ROUTED);
+    let expected =
+        BTreeMap::from([("network/port_list_by_address", 10), ("network/router_get", 1)]);
+    assert_eq!(since(&replay, mark), expected);
+
+    // A node leaves: its pair and its route, one listing and one write each.
+    fake.delete("v1", "nodes", "", &replay::server_name(7));
+    let mark = replay.counter.hits().len();
+    let report =
+        route::resync(&ctx, support, &routed_nodes(&fake).await, &mut memory).await.unwrap();
+    assert_eq!(report.removed, 1);
+    let expected = BTreeMap::from([
+        ("network/port_list_by_address", 1),
+        ("network/port_update", 1),
+        ("network/router_get", 1),
+        ("network/router_remove_extraroutes", 1),
+    ]);
+    assert_eq!(since(&replay, mark), expected);
+    assert_eq!(metrics.calls("network", "router_get", "ok"), u64::from(VERIFY_EVERY) + 2);
+}
