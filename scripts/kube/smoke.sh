@@ -154,7 +154,8 @@ ok "manifest removed: the mirror pod is gone"
 # ---------------------------------------------------------------------- imported image, a pod
 "$KUBE_SCRIPTS/import-image.sh" "$env_file" "$PAUSE_LAYOUT:${PAUSE_IMAGE##*:}" "$SMOKE_IMAGE" \
   2>/dev/null
-ctr_k8s images ls -q | grep -qx "$SMOKE_IMAGE" || fail "$SMOKE_IMAGE is not in containerd"
+images=$(ctr_k8s images ls -q) # (not piped into grep -q: under pipefail, ctr's SIGPIPE fails it)
+grep -qx "$SMOKE_IMAGE" <<<"$images" || fail "$SMOKE_IMAGE is not in containerd"
 ok "OCI layout imported with scripts/kube/import-image.sh as $SMOKE_IMAGE"
 k create serviceaccount -n default ccm-smoke-pod >/dev/null
 k apply -f - >/dev/null <<EOF
