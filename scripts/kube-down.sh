@@ -65,6 +65,22 @@ stop kube-controller-manager
 stop kube-apiserver
 stop etcd
 
+# What no leader accounted for (its leader died before): SIGKILL.
+strays=$(stragglers)
+# shellcheck disable=SC2086 # one word per process
+alive=$(still_alive $strays)
+if [ -n "$alive" ]; then
+  log "killing what dead services left: $(ps -o pid=,comm= -p "$(echo "$alive" | paste -sd,)" | paste -sd' ')"
+  # shellcheck disable=SC2086
+  kill -KILL $alive 2>/dev/null || true
+  for _ in $(seq 1 25); do
+    # shellcheck disable=SC2086
+    [ -n "$(still_alive $strays)" ] || break
+    sleep 0.2
+  done
+  all+=" $strays"
+fi
+
 # shellcheck disable=SC2086 # one word per process
 left=$(still_alive $all)
 if [ -n "$left" ]; then

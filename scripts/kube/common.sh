@@ -77,9 +77,6 @@ ADMIN_KUBECONFIG=$KUBE_DIR/admin.kubeconfig
 # Processes in the order they start; kube-down.sh stops them in reverse.
 SERVICES=(etcd kube-apiserver kube-controller-manager containerd kubelet)
 
-# Marks what the scripts start (inherited by every child): makes `ps e` output attributable.
-export CCM_KUBE_STACK=$KUBE_DIR
-
 T0=${T0:-$(date +%s)}
 log() { printf '[kube +%3ss] %s\n' "$(($(date +%s) - T0))" "$*" >&2; }
 die() {
@@ -108,7 +105,10 @@ service_pid() {
   echo "$pid"
 }
 
-# start_service NAME CMD...: run CMD in a new session, stdout+stderr to $LOG/NAME.log.
+# start_service NAME CMD...: run CMD in a new session, stdout+stderr to $LOG/NAME.log, with
+# CCM_KUBE_STACK=$KUBE_DIR in its environment: inherited by everything it starts (containerd's
+# shims too, which leave its process tree), it is how kube-down.sh finds what a dead leader
+# left behind. Only the services carry it, not these scripts.
 start_service() {
   local name=$1 pid
   shift
@@ -116,8 +116,8 @@ start_service() {
   # The inner bash writes its own PID, then execs the service: correct whether or not setsid has
   # to fork (it does when the caller leads a process group, as under job control).
   # shellcheck disable=SC2016 # expanded by the inner bash
-  setsid bash -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' "$RUN/$name.pid" "$@" \
-    >"$LOG/$name.log" 2>&1 </dev/null &
+  CCM_KUBE_STACK=$KUBE_DIR setsid bash -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' \
+    "$RUN/$name.pid" "$@" >"$LOG/$name.log" 2>&1 </dev/null &
   for _ in $(seq 1 100); do
     [ -s "$RUN/$name.pid" ] && break
     sleep 0.05
@@ -261,3 +261,22 @@ import_image() {
 
 # The mounted cgroup hierarchies (v1 controllers, named ones, the v2 unified one).
 cgroup_hierarchies() { awk '$9 ~ /^cgroup2?$/ { print $5 }' /proc/self/mountinfo; }
+
+# Processes of this stack that no recorded leader accounts for (a shim whose containerd died, a
+# container whose shim did), as PID:STARTTIME words: those with our CCM_KUBE_STACK mark, and
+# those in the kubelet's cgroups.
+stragglers() {
+  local pid start root h
+  {
+    grep -lszxF "CCM_KUBE_STACK=$KUBE_DIR" /proc/[0-9]*/environ | cut -d/ -f3 || true
+    if [ -s "$RUN/cgroup-root" ]; then
+      root=$(<"$RUN/cgroup-root")
+      for h in $(cgroup_hierarchies); do
+        if [ -d "$h$root" ]; then find "$h$root" -name cgroup.procs -exec cat {} + || true; fi
+      done
+    fi
+  } | sort -un | while read -r pid; do
+    [ "$pid" != $$ ] || continue
+    if start=$(proc_start "$pid"); then echo "$pid:$start"; fi
+  done
+}
