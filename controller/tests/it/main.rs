@@ -26,3 +26,8 @@ mod ops;
 #[allow(dead_code, reason = "shared with benches/scale, which uses the rest")]
 #[path = "../../benches/scale/replay.rs"]
 mod replay;
+// The scale benchmark's server booting on the real stack (quotas raised, builds in waves,
+// failed ones booted again), for the route controller's requests at N = 20.
+#[allow(dead_code, reason = "shared with benches/scale, which uses the rest")]
+#[path = "../../benches/scale/real.rs"]
+mod real;

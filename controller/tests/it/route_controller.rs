@@ -194,6 +194,18 @@ const OPS: [&str; 5] = [
     "port_update",
 ];
 
+/// Every operation of the route controller, in the order [`network_calls`] reports them.
+const ALL_OPS: [&str; 8] = [
+    "router_get",
+    "router_add_extraroutes",
+    "router_remove_extraroutes",
+    "router_update",
+    "port_list",
+    "port_get",
+    "port_update",
+    "extension_list",
+];
+
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_routes_and_pairs_follow_the_nodes_and_leave_other_routes_alone() {
@@ -536,4 +548,82 @@ async fn real_binary_names_a_wrong_router_then_routes_with_the_right_one() {
     drop(process);
     share.clean().await;
     scene(&env, &["port-delete", &port_id]).await;
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+async fn real_requests_per_route_resync_at_20_nodes_of_real_servers() {
+    const N: usize = 20;
+    let env = StackEnv::load();
+    let real = crate::real::Real::start(env.clone()).await;
+    let prefix = format!("occm-route-n20-{}", std::process::id());
+    let servers = real.create_servers(&prefix, N).await;
+    let metrics = Metrics::shared();
+    let cloud = connect(&env, &metrics).await;
+    let cluster = "10.207.0.0/16";
+    let share = Share::new(&env, &cloud, cluster);
+    share.clean().await;
+    let ids: Vec<String> = servers.iter().map(|s| s.id.clone()).collect();
+    let ports = occm::cloud::Cloud::ports(cloud.as_ref(), Some(&ids)).await.unwrap();
+    let fake = FakeApiServer::start().await.unwrap();
+    let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
+    for (i, server) in servers.iter().enumerate() {
+        let port = ports.iter().find(|p| p.device_id == server.id).unwrap();
+        let ip = &port.fixed_ips[0].ip_address;
+        fake.create(
+            "v1",
+            "nodes",
+            "",
+            node(&names[i], &format!("10.207.{i}.0/24"), ip, Some(&server.id)),
+        );
+    }
+    let support = cloud.route_support().await.unwrap();
+    let ctx = context(&env, &fake, cloud.clone(), metrics.clone(), cluster);
+    let mut memory = Memory::default();
+    let mut last = network_calls(&metrics, &ALL_OPS);
+    let mut step = async |what: &str, memory: &mut Memory| {
+        let started = std::time::Instant::now();
+        let report = route::resync(&ctx, support, &nodes(&fake).await, memory).await.unwrap();
+        let took = started.elapsed();
+        let now = network_calls(&metrics, &ALL_OPS);
+        let made: Vec<(&str, u64)> = now
+            .iter()
+            .zip(&last)
+            .map(|((op, n), (_, m))| (*op, n - m))
+            .filter(|(_, d)| *d > 0)
+            .collect();
+        eprintln!("N = {N}, {what}: {made:?} in {:.0} ms; {report:?}", took.as_secs_f64() * 1000.0);
+        last = now;
+        made
+    };
+    let first = step("first resync", &mut memory).await;
+    assert_eq!(
+        first,
+        [
+            ("router_get", 1),
+            ("router_add_extraroutes", 1),
+            ("port_list", 1),
+            ("port_update", N as u64)
+        ]
+    );
+    for i in 1..route::VERIFY_EVERY {
+        let steady = step(&format!("steady resync {i}"), &mut memory).await;
+        assert_eq!(steady, [("router_get", 1)]);
+    }
+    let verify = step("10th resync", &mut memory).await;
+    assert_eq!(verify, [("router_get", 1), ("port_list", 1)]);
+    fake.delete("v1", "nodes", "", &names[3]);
+    let gone = step("one node deleted", &mut memory).await;
+    assert_eq!(
+        gone,
+        [("router_get", 1), ("router_remove_extraroutes", 1), ("port_list", 1), ("port_update", 1)]
+    );
+    assert_eq!(share.routes().await.len(), N - 1);
+    for name in &names {
+        if name != &names[3] {
+            assert_eq!(condition(&fake, name), created(), "{name}");
+        }
+    }
+    share.clean().await;
+    real.delete_servers(&prefix, &servers).await;
 }
