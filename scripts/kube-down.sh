@@ -70,7 +70,8 @@ strays=$(stragglers)
 # shellcheck disable=SC2086 # one word per process
 alive=$(still_alive $strays)
 if [ -n "$alive" ]; then
-  log "killing what dead services left: $(ps -o pid=,comm= -p "$(echo "$alive" | paste -sd,)" | paste -sd' ')"
+  log "killing what dead services left:" \
+    "$(ps -o pid=,comm= -p "$(echo "$alive" | paste -sd,)" | paste -sd' ')"
   # shellcheck disable=SC2086
   kill -KILL $alive 2>/dev/null || true
   for _ in $(seq 1 25); do
@@ -101,7 +102,10 @@ fi
 # The kubelet's cgroup root in every hierarchy, deepest first (empty once the tasks are gone).
 if [ -s "$RUN/cgroup-root" ]; then
   root=$(<"$RUN/cgroup-root")
-  case $root in /ccm-kube-[0-9]*) ;; *) die "$RUN/cgroup-root names '$root', not a cgroup of ours" ;; esac
+  case $root in
+  /ccm-kube-[0-9]*) ;;
+  *) die "$RUN/cgroup-root names '$root', not a cgroup of ours" ;;
+  esac
   keep=""
   for h in $(cgroup_hierarchies); do
     [ -d "$h$root" ] || continue

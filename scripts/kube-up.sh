@@ -78,7 +78,9 @@ fi
 
 [ "$(id -u)" = 0 ] || die "kube-up.sh needs root: the kubelet and containerd mount, and make cgroups"
 for dir in "${KUBELET_OVERLAYS[@]}" "${CONTAINERD_OVERLAYS[@]}" /var/run; do
-  case $KUBE_DIR/ in "$dir"/*) die "KUBE_DIR cannot be under $dir (the kubelet and containerd see an overlay there)" ;; esac
+  case $KUBE_DIR/ in "$dir"/*)
+    die "KUBE_DIR cannot be under $dir (the kubelet and containerd see an overlay there)" ;;
+  esac
 done
 
 # ------------------------------------------------------------------------------------ install

@@ -249,7 +249,8 @@ import_image() {
     "$layout/index.json" >"$tmp/index.json"
   if [ "$(jq '.manifests | length' "$tmp/index.json")" != 1 ]; then
     rm -rf "$tmp"
-    die "$layout has no image tagged '$tag' (tags: $(jq -r '[.manifests[].annotations["org.opencontainers.image.ref.name"]] | join(" ")' "$layout/index.json"))"
+    die "$layout has no image tagged '$tag' (tags: $(jq -r '[.manifests[].annotations
+      | .["org.opencontainers.image.ref.name"]] | join(" ")' "$layout/index.json"))"
   fi
   cp "$layout/oci-layout" "$tmp/"
   ln -s "$(cd "$layout" && pwd)/blobs" "$tmp/blobs"

@@ -54,8 +54,10 @@ mint_pki() (
   sign apiserver-etcd-client etcd-ca /CN=kube-apiserver-etcd-client "${client[@]}"
 
   ca server-ca "ccm-assets test kube server CA"
+  local names=DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+  names+=,DNS:kubernetes.default.svc.cluster.local
   sign apiserver server-ca /CN=kube-apiserver "${server[@]}" \
-    "subjectAltName=IP:127.0.0.1,IP:$first_service_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+    "subjectAltName=IP:127.0.0.1,IP:$first_service_ip,DNS:localhost,$names"
   sign kubelet-server server-ca "/CN=$NODE_NAME" "${server[@]}" \
     "subjectAltName=IP:127.0.0.1,DNS:$NODE_NAME"
 
