@@ -235,6 +235,11 @@ pub trait Provider: Sync + std::fmt::Debug {
         SecretData::new()
     }
 
+    /// Flags the in-cluster CCM takes from the install-config (none by default).
+    fn ccm_args(&self, _: &InstallConfig) -> Vec<String> {
+        Vec::new()
+    }
+
     /// How the CCM runs; `None` when the platform has no CCM of ours.
     fn ccm(&self) -> Option<CcmSpec> {
         None

@@ -102,6 +102,11 @@ pub struct OpenStackPlatform {
     /// `Internal` (default) or `External` (only with a user-managed load balancer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dns_records_type: Option<String>,
+    /// Not the installer's: the ID of the Neutron router on which the CCM's route controller
+    /// routes each node's pod CIDR (cloud.conf `[Route] router-id`, and `--cluster-cidr` from
+    /// `networking.clusterNetwork`), for a pod network that is not an overlay. See: issue 27.
+    #[serde(rename = "routerID", skip_serializing_if = "Option::is_none")]
+    pub router_id: Option<String>,
 }
 
 impl OpenStackPlatform {

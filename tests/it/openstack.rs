@@ -19,7 +19,7 @@ fn example_outputs_match_the_golden_files() {
 
 #[test]
 fn variant_outputs_match_the_golden_files() {
-    for case in ["ca", "no-region", "manual", "single-replica", "user-managed"] {
+    for case in ["ca", "no-region", "manual", "single-replica", "user-managed", "routes"] {
         let t = create(Test::new().fixture(&format!("openstack/{case}")));
         let name = format!("openstack-{case}");
         assert_golden!(name.as_str(), outputs(&t.dir()));

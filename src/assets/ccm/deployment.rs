@@ -28,6 +28,10 @@ pub struct Run<'a> {
     /// Take part in leader migration: leases in `kube-system`, the migration flags and the
     /// mounted `LeaderMigrationConfiguration`.
     pub leader_migration: bool,
+    /// The platform's flags from the install-config ([`Provider::ccm_args`]).
+    ///
+    /// [`Provider::ccm_args`]: crate::assets::provider::Provider::ccm_args
+    pub extra_args: &'a [String],
 }
 
 impl Run<'_> {
@@ -52,6 +56,7 @@ impl Run<'_> {
         if self.leader_migration {
             args.extend(leader_migration::args());
         }
+        args.extend(self.extra_args.iter().cloned());
         args.extend([format!("--secure-port={PORT}"), "--v=2".to_owned()]);
         let mut container = json!({
             "name": "cloud-controller-manager",

@@ -121,6 +121,7 @@ impl Asset for CcmAsset {
         let hash = crate::graph::state::sha256(hashed.join("\0").as_bytes());
         let replicas = if config.control_plane_replicas() == 1 { 1 } else { 2 };
         let image = self.images.ccm_for(row.name);
+        let extra_args = row.provider.ccm_args(&config);
         let run = deployment::Run {
             spec: &spec,
             image,
@@ -128,6 +129,7 @@ impl Asset for CcmAsset {
             infra_id: &id.infra_id,
             hash: &hash,
             leader_migration: migration.is_some(),
+            extra_args: &extra_args,
         };
         output = output.with_file(File::new(DEPLOYMENT_PATH, to_yaml(&run.deployment(replicas))?));
         if let Some(daemon_set) = run.node_manager(self.images.node_manager_for(row.name)) {

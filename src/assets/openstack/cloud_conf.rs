@@ -38,6 +38,12 @@ pub enum Error {
 
 /// The installer's cloud.conf for `cloud` and `facts`.
 pub fn cloud_conf(cloud: &Cloud, facts: &CloudFacts) -> String {
+    cloud_conf_routed(cloud, facts, None)
+}
+
+/// [`cloud_conf`], with `[Route] router-id` when the install-config names a router
+/// (`platform.openstack.routerID`, ours). See: issue 27.
+pub fn cloud_conf_routed(cloud: &Cloud, facts: &CloudFacts, router_id: Option<&str>) -> String {
     let mut global = Section::new("Global")
         .with("secret-name", CREDENTIALS_SECRET)
         .with("secret-namespace", CREDENTIALS_NAMESPACE);
@@ -53,6 +59,9 @@ pub fn cloud_conf(cloud: &Cloud, facts: &CloudFacts) -> String {
         doc.sections.push(Section::new("LoadBalancer").with("enabled", "false"));
     } else if let Some(id) = &facts.floating_network_id {
         doc.sections.push(Section::new("LoadBalancer").with("floating-network-id", id.as_str()));
+    }
+    if let Some(router) = router_id {
+        doc.sections.push(Section::new("Route").with("router-id", router));
     }
     doc.to_string()
 }

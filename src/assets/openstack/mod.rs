@@ -69,7 +69,8 @@ impl Provider for OpenStack {
     ) -> Result<Option<CloudProviderConfig>, AssetError> {
         let cloud = selected(ctx)?;
         let facts = ctx.facts.ok_or("the OpenStack cloud facts were not looked up")?;
-        let config = cloud_conf::cloud_conf(cloud, facts);
+        let router = ctx.config.platform.openstack.as_ref().and_then(|o| o.router_id.as_deref());
+        let config = cloud_conf::cloud_conf_routed(cloud, facts, router);
         Ok(Some(CloudProviderConfig { config, ca_bundle: cloud.ca_bundle.clone() }))
     }
 
@@ -112,6 +113,18 @@ impl Provider for OpenStack {
             env: &[],
             node_manager: None,
         })
+    }
+
+    /// With `platform.openstack.routerID`, the route controller's pod networks: the cluster
+    /// networks (at most one per family, validated). See: issue 27.
+    fn ccm_args(&self, config: &InstallConfig) -> Vec<String> {
+        let routed = config.platform.openstack.as_ref().is_some_and(|o| o.router_id.is_some());
+        let cidrs: Vec<&str> =
+            config.networking.cluster_network.iter().map(|e| e.cidr.as_str()).collect();
+        match routed && !cidrs.is_empty() {
+            true => vec![format!("--cluster-cidr={}", cidrs.join(","))],
+            false => Vec::new(),
+        }
     }
 
     /// Our own CCM (`controller/`) implements leader migration. See: issue 26.

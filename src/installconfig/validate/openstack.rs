@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::field::{FieldError, Path};
 use super::uri;
-use crate::installconfig::types::{InstallConfig, LoadBalancerType, OpenStackPlatform, PortTarget};
+use crate::installconfig::types::{
+    InstallConfig, LoadBalancerType, Networking, OpenStackPlatform, PortTarget,
+};
 
 /// `serverGroupPolicy` values, in the order the installer lists them.
 const SERVER_GROUP_POLICIES: &[&str] =
@@ -61,6 +63,28 @@ pub(crate) fn check(p: &OpenStackPlatform, path: &Path) -> Vec<FieldError> {
     }
     errs.extend(floating_ips(p, path));
     errs.extend(cluster_os_image(p, path));
+    errs
+}
+
+/// `platform.openstack.routerID` (ours, not the installer's): a router ID, and a cluster network
+/// the route controller can take as `--cluster-cidr` (at most one per IP family).
+pub(crate) fn routes(p: &OpenStackPlatform, networking: &Networking) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(router) = p.router_id.as_deref() else { return errs };
+    let at = Path::new("platform").child("openstack").child("routerID");
+    if !crate::assets::openstack::lookup::is_uuid(router) {
+        errs.push(FieldError::invalid(&at, router, "must be the ID (a UUID) of a Neutron router"));
+    }
+    let v4 = |cidr: &str| !cidr.contains(':');
+    let cidrs = networking.cluster_network.iter().map(|e| e.cidr.as_str());
+    let (four, six): (Vec<&str>, Vec<&str>) = cidrs.partition(|c| v4(c));
+    if four.len() > 1 || six.len() > 1 {
+        let all: Vec<&str> = networking.cluster_network.iter().map(|e| e.cidr.as_str()).collect();
+        let detail = "with platform.openstack.routerID, at most one IPv4 and one IPv6 cluster \
+                      network: the route controller's --cluster-cidr takes no more";
+        let path = Path::new("networking").child("clusterNetwork");
+        errs.push(FieldError::invalid(&path, all.join(",").as_str(), detail));
+    }
     errs
 }
 

@@ -47,6 +47,7 @@ pub(crate) fn check(config: &InstallConfig) -> Vec<FieldError> {
     }
     if let Some(openstack) = &p.openstack {
         errs.extend(super::openstack::check(openstack, &path.child("openstack")));
+        errs.extend(super::openstack::routes(openstack, &config.networking));
     }
     if let Some(powervs) = &p.powervs {
         errs.extend(super::powervs::check(powervs, &path.child("powervs")));

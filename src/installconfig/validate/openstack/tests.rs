@@ -166,3 +166,27 @@ fn uuid_v4_is_what_google_uuid_parses_with_version_4() {
         assert!(!is_uuid_v4(bad), "{bad}");
     }
 }
+
+#[test]
+fn issue_27_a_router_id_is_a_uuid_and_the_cluster_network_one_per_family() {
+    let router = "platform:\n  openstack: {routerID: 5e1f0c3a-7b2d-4c8e-9a6f-0d1e2f3a4b5c}\n";
+    assert!(errors(router).is_empty(), "{:?}", errors(router));
+    let named = "platform:\n  openstack: {routerID: ccm-router}\n";
+    assert_eq!(
+        errors(named),
+        [
+            r#"platform.openstack.routerID: Invalid value: "ccm-router": must be the ID (a UUID) of a Neutron router"#
+        ]
+    );
+    let two = format!(
+        "networking:\n  clusterNetwork: [{{cidr: 10.128.0.0/14, hostPrefix: 23}}, {{cidr: 10.140.0.0/14, hostPrefix: 23}}]\n{router}"
+    );
+    assert_eq!(
+        errors(&two),
+        [
+            r#"networking.clusterNetwork: Invalid value: "10.128.0.0/14,10.140.0.0/14": with platform.openstack.routerID, at most one IPv4 and one IPv6 cluster network: the route controller's --cluster-cidr takes no more"#
+        ]
+    );
+    let without = two.replace("{routerID: 5e1f0c3a-7b2d-4c8e-9a6f-0d1e2f3a4b5c}", "{}");
+    assert!(errors(&without).is_empty(), "two cluster networks are fine without routes");
+}
