@@ -15,31 +15,6 @@ STOP_TIMEOUT=${KUBE_STOP_TIMEOUT:-30}
 [ -d "$RUN" ] || exit 0
 rm -f "$RUN/ready"
 
-# stop NAME...: SIGTERM to each leader, wait until every process of their trees has ended,
-# SIGKILL what is left after $STOP_TIMEOUT seconds.
-stop() {
-  local leaders tree left deadline
-  # shellcheck disable=SC2046 # one PID per word
-  leaders=$(service_leaders "$@")
-  [ -n "$leaders" ] || return 0
-  # shellcheck disable=SC2086 # one PID per word
-  tree=$(process_tree $leaders)
-  # shellcheck disable=SC2086
-  kill -TERM $leaders 2>/dev/null || true
-  deadline=$(($(date +%s) + STOP_TIMEOUT))
-  # shellcheck disable=SC2086
-  while left=$(still_alive $tree) && [ -n "$left" ]; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-      log "$* still running after ${STOP_TIMEOUT}s, SIGKILL: $(echo "$left" | paste -sd' ')"
-      # shellcheck disable=SC2086
-      kill -KILL $left 2>/dev/null || true
-      sleep 0.5
-      break
-    fi
-    sleep 0.2
-  done
-}
-
 # Every task (pod sandbox and container) containerd runs: killed and deleted, then the
 # containers, so that the shims exit and runc removes the containers' cgroups.
 stop_tasks() {

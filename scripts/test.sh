@@ -42,7 +42,7 @@ for forbidden in ccm-assets handlebars fake-kube-apiserver testkit; do
 done
 
 step "shellcheck"
-shellcheck scripts/*.sh scripts/openstack/*.sh scripts/kube/*.sh .ci/run
+shellcheck scripts/*.sh scripts/lib/*.sh scripts/openstack/*.sh scripts/kube/*.sh .ci/run
 
 step "tests"
 # A missing or changed golden file fails the run instead of being written (review them with
