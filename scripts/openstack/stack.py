@@ -159,6 +159,10 @@ def fixtures(args):
     for rname in ('member', 'reader'):
         idn.assign_project_role_to_user(project, user, one(idn.roles(name=rname)))
     say('project %s, user %s' % (project.id, user.id))
+    # Room for every test's servers at once (the fake driver makes no real ones): Nova's
+    # defaults (10 instances, 20 cores) were met when the route test's 20 servers ran beside
+    # the others.
+    conn.set_compute_quotas(project.id, instances=200, cores=200, ram=200 * 128)
 
     member = connect(args.auth_url, USER, PASSWORD, PROJECT)
     appcred = member.identity.create_application_credential(

@@ -142,11 +142,17 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
         assert_eq!(svc["metadata"]["finalizers"], json!([FINALIZER]));
         let now = scene(&env, &["floating-ip-list"]).await;
         assert_eq!(floating_ip(&now, address).unwrap()["port_id"], fip["port_id"]);
-        // Upstream's security group, taken over: tagged as ours, still on the member's port.
+        // Upstream's security group, taken over: tagged as ours (last, once it is all done:
+        // the status, which upstream had already written, says nothing of it), still on the
+        // member's port.
         let group_name = format!("lb-sg-{uid}-shop-{name}");
-        let groups = scene(&env, &["security-group-list", "--name", &group_name]).await;
-        let [group] = groups.as_array().unwrap().as_slice() else { panic!("one group: {groups}") };
-        assert!(tags(group).contains(&OWNER_TAG), "{group}");
+        let group = until("upstream's group tagged as ours", &process, async || {
+            let groups = scene(&env, &["security-group-list", "--name", &group_name]).await;
+            let [group] = groups.as_array()?.as_slice() else { panic!("one group: {groups}") };
+            tags(group).contains(&OWNER_TAG).then(|| group.clone())
+        })
+        .await;
+        let group = &group;
         let port = scene(&env, &["port-show", id_a]).await;
         assert!(port["security_groups"].as_array().unwrap().contains(&group["id"]), "{port}");
     }
