@@ -49,7 +49,7 @@ esac
 
 # Settings that must match for a running stack to be reused.
 stack_conf() {
-  echo "dir=$KUBE_DIR base=$KUBE_PORT_BASE version=$KUBE_VERSION bin=$KUBE_BIN conf=1"
+  echo "dir=$KUBE_DIR base=$KUBE_PORT_BASE version=$KUBE_VERSION bin=$KUBE_BIN conf=2"
 }
 
 node_ready() {
@@ -200,7 +200,26 @@ etcd_healthy() {
 }
 
 # ------------------------------------------------------------------------------ control plane
+# Every request the API server answers, one JSON line each (user, verb, resource, code): the
+# tests judge RBAC refusals, the generated roles' minimality and request counts from it.
+# Metadata level (no bodies: Secrets stay out of the log); the control plane's own lease
+# renewals are left out to keep it small.
+audit_policy() {
+  cat <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  users: [system:kube-controller-manager, "system:node:$NODE_NAME", system:apiserver]
+  verbs: [get, update, patch]
+  resources: [{group: coordination.k8s.io, resources: [leases]}]
+- level: Metadata
+EOF
+}
+
 start_apiserver() {
+  audit_policy >"$KUBE_DIR/audit-policy.yaml"
   start_service kube-apiserver "$KUBE_BIN/kube-apiserver" \
     --bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" --cert-dir="$KUBE_DIR/apiserver" \
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
@@ -221,6 +240,8 @@ start_apiserver() {
     --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority="$PKI/server-ca.crt" \
     --kubelet-preferred-address-types=Hostname \
+    --audit-policy-file="$KUBE_DIR/audit-policy.yaml" --audit-log-path="$AUDIT_LOG" \
+    --audit-log-format=json --audit-log-maxsize=200 --audit-log-maxbackup=1 \
     --allow-privileged=true --profiling=false --v=1
 }
 
@@ -454,6 +475,7 @@ KUBE_ETCD_URL=$ETCD_URL
 KUBE_ETCD_CA_CERT=$PKI/etcd-ca.crt
 KUBE_ETCD_CLIENT_CERT=$PKI/apiserver-etcd-client.crt
 KUBE_ETCD_CLIENT_KEY=$PKI/apiserver-etcd-client.key
+KUBE_AUDIT_LOG=$AUDIT_LOG
 EOF
 stack_conf >"$RUN/ready"
 stack_healthy || die "the stack does not answer right after it started (see $LOG)"

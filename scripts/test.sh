@@ -5,8 +5,8 @@
 #   scripts/test.sh            everything
 #   scripts/test.sh -- FILTER  only tests matching FILTER (passed to cargo nextest)
 #   scripts/test.sh --no-openstack [-- FILTER]
-#                              without the real OpenStack services (a developer's choice; it
-#                              prints a WARNING, CI never does this)
+#                              without the real OpenStack services and real Kubernetes (a
+#                              developer's choice; it prints a WARNING, CI never does this)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -57,31 +57,40 @@ if [ ${#filter[@]} -eq 0 ]; then
   scripts/image.sh --test
 fi
 
-# Tests against real OpenStack services (DESIGN §8): scripts/openstack-up.sh installs and starts
-# them (or reuses a running stack), the smoke test proves them, then the Rust tests marked
-# #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"] run with CCM_OPENSTACK_ENV.
-# A stack this run started is stopped again, on failure too.
+# Tests against real services (DESIGN §8). scripts/openstack-up.sh installs and starts Keystone,
+# Nova, Neutron, Octavia and the TLS front; scripts/kube-up.sh installs etcd, containerd, runc
+# and the CNI plugins (apt), builds Kubernetes once per release outside the clone (10-17 min
+# cold, a stamp check warm) and starts a control plane and node (issue 25). Each is reused when
+# already running; the smoke tests prove them; then the Rust tests marked
+# #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"] or
+# #[ignore = "needs real Kubernetes (scripts/kube-up.sh)"] run with CCM_OPENSTACK_ENV and
+# CCM_KUBE_ENV. What this run started is stopped again, on failure too.
 if [ -z "$openstack" ]; then
-  printf '\nWARNING: --no-openstack: the tests against real OpenStack services did NOT run\n' >&2
+  printf '\nWARNING: --no-openstack: the tests against real OpenStack services and real Kubernetes did NOT run\n' >&2
 else
+  started=()
+  stop_started() {
+    local down
+    for down in "${started[@]}"; do "$down" || true; done
+    started=()
+  }
+  trap stop_started EXIT
   step "real OpenStack: scripts/openstack-up.sh"
-  if ! scripts/openstack-up.sh --status 2>/dev/null; then
-    trap 'scripts/openstack-down.sh' EXIT
-  fi
+  scripts/openstack-up.sh --status 2>/dev/null || started+=(scripts/openstack-down.sh)
   env_file=$(scripts/openstack-up.sh) # prints the path of the env file the tests read
   step "real OpenStack: smoke test"
   scripts/openstack/smoke.py "$env_file"
   scripts/openstack-up.sh --status # still running and answering: a second up would reuse it
-  step "real OpenStack: Rust tests that need it"
-  export CCM_OPENSTACK_ENV=$env_file
-  ignored=$(cargo nextest list --workspace --locked --run-ignored only --message-format oneline \
-    "${filter[@]}")
-  if [ -n "$ignored" ]; then
-    cargo nextest run --workspace --locked --no-fail-fast --run-ignored only --no-tests=pass \
-      "${filter[@]}"
-  else
-    echo "no Rust test needs real OpenStack yet" >&2
-  fi
+  step "real Kubernetes: scripts/kube-up.sh"
+  scripts/kube-up.sh --status 2>/dev/null || started+=(scripts/kube-down.sh)
+  kube_env=$(scripts/kube-up.sh) # prints the path of the env file the tests read
+  step "real Kubernetes: smoke test"
+  scripts/kube/smoke.sh "$kube_env"
+  scripts/kube-up.sh --status
+  step "real OpenStack and Kubernetes: the Rust tests that need them"
+  export CCM_OPENSTACK_ENV=$env_file CCM_KUBE_ENV=$kube_env
+  cargo nextest run --workspace --locked --no-fail-fast --run-ignored only --no-tests=pass \
+    "${filter[@]}"
   if [ ${#filter[@]} -eq 0 ]; then
     step "real OpenStack: the scale benchmark still runs against it (N = 2, about 20 s)"
     scripts/bench.sh --real --quick
@@ -90,26 +99,6 @@ else
     step "real OpenStack: the CCM from the container image initializes a real node"
     scripts/image.sh --test-openstack "$env_file"
   fi
-  if [ -n "$(trap -p EXIT)" ]; then
-    trap - EXIT
-    scripts/openstack-down.sh
-  fi
-fi
-
-# A real Kubernetes control plane and node (DESIGN §8, issue 25): scripts/kube-up.sh installs
-# etcd, containerd, runc and the CNI plugins (apt), builds Kubernetes once per release outside
-# the clone (10-17 min cold, a stamp check warm), starts it or reuses a running one, and
-# scripts/kube/smoke.sh proves it. A stack this run started is stopped again, on failure too.
-# No test uses it yet (issue 25, part 2): until then this proves the stack builds and runs.
-step "real Kubernetes: scripts/kube-up.sh"
-if ! scripts/kube-up.sh --status 2>/dev/null; then
-  trap 'scripts/kube-down.sh' EXIT
-fi
-kube_env=$(scripts/kube-up.sh) # prints the path of the env file the tests read
-step "real Kubernetes: smoke test"
-scripts/kube/smoke.sh "$kube_env"
-scripts/kube-up.sh --status # still running and answering: a second up would reuse it
-if [ -n "$(trap -p EXIT)" ]; then
+  stop_started
   trap - EXIT
-  scripts/kube-down.sh
 fi

@@ -10,6 +10,7 @@ KUBE_DIR=${KUBE_DIR:-$REPO/target/kube}
 case $KUBE_DIR in /*) ;; *) KUBE_DIR=$PWD/$KUBE_DIR ;; esac
 RUN=$KUBE_DIR/run
 LOG=$KUBE_DIR/log
+AUDIT_LOG=$LOG/audit.log
 ENV_FILE=$KUBE_DIR/env
 PKI=$KUBE_DIR/pki
 

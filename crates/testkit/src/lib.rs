@@ -9,6 +9,7 @@
 //!  kube            Node and Service fixtures, a kubeconfig for the fake API server
 //!  tls             a private CA, and TLS servers with a wrong certificate on purpose
 //!  cluster         the fake-kube-apiserver binary driven with real kubectl
+//!  kube_stack      the real Kubernetes of scripts/kube-up.sh (CCM_KUBE_ENV), its audit log
 //!  signal          a signal sent the moment a test chooses, without the delay of kill(1)
 //! ```
 //!
@@ -19,6 +20,7 @@ pub mod cluster;
 pub mod create;
 pub mod install_config;
 pub mod kube;
+pub mod kube_stack;
 pub mod signal;
 pub mod stack;
 pub mod tls;
