@@ -96,14 +96,16 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
     tracing::info!(cluster = %cluster_name, "configuration loaded");
 
     let metrics = Metrics::shared();
+    let refused = k8s::Refused::shared();
     let cloud = OpenStack::new(metrics.clone(), loaded.config.metadata.request_timeout);
     let mut tasks: JoinSet<Task> = JoinSet::new();
     if secure_port != 0 {
         let files = tls_cert_file.as_deref().zip(tls_private_key_file.as_deref());
-        spawn_server(&mut tasks, (bind_address, secure_port), files, &cloud, &metrics).await?;
+        let health = (&cloud, &metrics, &refused);
+        spawn_server(&mut tasks, (bind_address, secure_port), files, health).await?;
     }
-    let client =
-        clients(&mut tasks, &cloud, kubeconfig.as_deref(), kube_api_qps, kube_api_burst).await?;
+    let limit = (kube_api_qps, kube_api_burst);
+    let client = clients(&mut tasks, &cloud, kubeconfig.as_deref(), limit, refused).await?;
     let networking = loaded.config.networking.clone();
     let service = service::run::Plan::new(
         controllers.service,
@@ -210,13 +212,13 @@ fn load_config(cloud_config: Option<PathBuf>, search: Vec<PathBuf>) -> anyhow::R
     Ok(Loaded { path, search, checked, config })
 }
 
-/// Serves `/healthz`, `/readyz` (OpenStack session up) and `/metrics` over HTTPS.
+/// Serves `/healthz`, `/readyz` (OpenStack session up, no Kubernetes request refused) and
+/// `/metrics` over HTTPS.
 async fn spawn_server(
     tasks: &mut JoinSet<Task>,
     (bind_address, secure_port): (IpAddr, u16),
     files: Option<(&Path, &Path)>,
-    cloud: &Arc<OpenStack>,
-    metrics: &Arc<Metrics>,
+    (cloud, metrics, refused): (&Arc<OpenStack>, &Arc<Metrics>, &Arc<k8s::Refused>),
 ) -> anyhow::Result<()> {
     let tls = server::tls_config(files, bind_address)?;
     let listener = TcpListener::bind((bind_address, secure_port))
@@ -224,8 +226,11 @@ async fn spawn_server(
         .with_context(|| format!("cannot listen on {bind_address}:{secure_port}"))?;
     tracing::info!(address = %listener.local_addr()?, "serving /healthz /readyz /metrics over HTTPS");
     let ready = cloud.clone();
-    let health =
-        server::Health { ready: Arc::new(move || ready.readiness()), metrics: metrics.clone() };
+    let health = server::Health {
+        ready: Arc::new(move || ready.readiness()),
+        metrics: metrics.clone(),
+        refused: refused.clone(),
+    };
     tasks.spawn(async move {
         ("server", Err(server::serve(listener, tls, server::router(health)).await.into()))
     });
@@ -237,8 +242,8 @@ async fn clients(
     tasks: &mut JoinSet<Task>,
     cloud: &Arc<OpenStack>,
     kubeconfig: Option<&Path>,
-    kube_api_qps: f32,
-    kube_api_burst: u32,
+    (kube_api_qps, kube_api_burst): (f32, u32),
+    refused: Arc<k8s::Refused>,
 ) -> anyhow::Result<kube::Client> {
     let connector = cloud.clone();
     tasks.spawn(async move {
@@ -250,7 +255,7 @@ async fn clients(
         Some(l) => tracing::info!(qps = l.qps(), burst = l.burst(), "Kubernetes API rate limit"),
         None => tracing::info!(qps = kube_api_qps, "Kubernetes API rate limit off (negative qps)"),
     }
-    Ok(k8s::client(kubeconfig, limit).await?)
+    Ok(k8s::client(kubeconfig, limit, refused).await?)
 }
 
 /// Feeds credentials to the cloud: from the watched Secret when cloud.conf names one, else by

@@ -133,7 +133,9 @@ pub async fn run(args: MigrateArgs, search: Vec<PathBuf>) -> anyhow::Result<bool
         bail!("{}: {}", args.cloud_config.display(), errors.join("; "));
     }
     let config = checked.config(&args.cloud_config.display().to_string())?;
-    let client = crate::kube::client(args.kubeconfig.as_deref(), None).await?;
+    let client =
+        crate::kube::client(args.kubeconfig.as_deref(), None, crate::kube::Refused::shared())
+            .await?;
     let mut credentials = Credentials::from_values(&checked.values);
     if let (Some(name), Some(namespace)) =
         (&config.global.secret_name, &config.global.secret_namespace)

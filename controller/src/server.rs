@@ -15,6 +15,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
 
+use crate::kube::refusals::Refused;
 use crate::metrics::Metrics;
 
 /// An error setting up TLS.
@@ -44,6 +45,8 @@ pub(crate) struct Health {
     pub(crate) ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
     /// The metrics registry.
     pub(crate) metrics: Arc<Metrics>,
+    /// Kubernetes API requests refused (403) and not since allowed.
+    pub(crate) refused: Arc<Refused>,
 }
 
 impl std::fmt::Debug for Health {
@@ -61,10 +64,18 @@ pub(crate) fn router(health: Health) -> Router {
         .with_state(health)
 }
 
+/// Ready when OpenStack is connected and no Kubernetes request is refused; else each reason on
+/// a line of its own.
 async fn readyz(State(health): State<Health>) -> impl IntoResponse {
-    match (health.ready)() {
-        Ok(()) => (StatusCode::OK, "ok".to_owned()),
-        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("openstack: not connected: {why}")),
+    let openstack = (health.ready)().err().map(|why| format!("openstack: not connected: {why}"));
+    let kubernetes = health.refused.readiness().err().map(|why| {
+        why.lines().map(|line| format!("kubernetes: {line}")).collect::<Vec<_>>().join("\n")
+    });
+    let reasons: Vec<String> = openstack.into_iter().chain(kubernetes).collect();
+    if reasons.is_empty() {
+        (StatusCode::OK, "ok".to_owned())
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, reasons.join("\n"))
     }
 }
 
@@ -157,7 +168,8 @@ mod tests {
         let ready_or_why = move || {
             if flag.load(Ordering::SeqCst) { Ok(()) } else { Err("Keystone away".to_owned()) }
         };
-        let health = Health { ready: Arc::new(ready_or_why), metrics };
+        let refused = Refused::shared();
+        let health = Health { ready: Arc::new(ready_or_why), metrics, refused: refused.clone() };
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let tls = tls_config(None, addr.ip()).unwrap();
@@ -174,6 +186,24 @@ mod tests {
         assert_eq!(not_ready.status(), 503);
         assert_eq!(not_ready.text().await.unwrap(), "openstack: not connected: Keystone away");
         ready.store(true, Ordering::SeqCst);
+        assert_eq!(get("/readyz").await.unwrap().status(), 200);
+        // A refused Kubernetes request makes it not ready, naming it, until it is allowed.
+        let update = |status| {
+            let path = "/apis/coordination.k8s.io/v1/namespaces/ns/leases/ccm";
+            let access = crate::kube::refusals::Access::of(&axum::http::Method::PUT, path, None);
+            refused.record(access.unwrap(), status);
+        };
+        update(axum::http::StatusCode::FORBIDDEN);
+        let refusal = get("/readyz").await.unwrap();
+        assert_eq!(refusal.status(), 503);
+        let text = refusal.text().await.unwrap();
+        assert!(
+            text.starts_with(
+                "kubernetes: forbidden: cannot update coordination.k8s.io/leases in namespace ns:"
+            ),
+            "{text}"
+        );
+        update(axum::http::StatusCode::OK);
         assert_eq!(get("/readyz").await.unwrap().status(), 200);
         let text = get("/metrics").await.unwrap().text().await.unwrap();
         assert!(text.contains("occm_openstack_api_requests_total{service=\"compute\",operation=\"server_get\",result=\"ok\"} 1"), "{text}");

@@ -1,9 +1,13 @@
 //! The Kubernetes side: client construction, Node patches and events.
 
 pub(crate) mod rate_limit;
+pub(crate) mod refusals;
 pub mod secret;
 
 use std::path::Path;
+use std::sync::Arc;
+
+pub(crate) use refusals::{Refusals, Refused};
 
 pub(crate) use rate_limit::RateLimit;
 
@@ -28,10 +32,12 @@ pub(crate) enum Error {
 }
 
 /// A client from `--kubeconfig`, else the in-cluster config (service account), whose every
-/// request passes `limit` (`--kube-api-qps`/`--kube-api-burst`; `None`: no limit).
+/// request passes `limit` (`--kube-api-qps`/`--kube-api-burst`; `None`: no limit) and has its
+/// refusals (403) recorded in `refused`.
 pub(crate) async fn client(
     kubeconfig: Option<&Path>,
     limit: Option<RateLimit>,
+    refused: Arc<Refused>,
 ) -> Result<::kube::Client, Error> {
     let config = match kubeconfig {
         Some(path) => {
@@ -46,15 +52,19 @@ pub(crate) async fn client(
         }
         None => ::kube::Config::incluster().map_err(Error::InCluster)?,
     };
-    build(config, limit)
+    build(config, limit, refused)
 }
 
-/// A client for `config`: kube-rs's default service stack under the rate limit, if any.
+/// A client for `config`: kube-rs's default service stack, its refusals recorded in `refused`,
+/// under the rate limit, if any.
 pub(crate) fn build(
     config: ::kube::Config,
     limit: Option<RateLimit>,
+    refused: Arc<Refused>,
 ) -> Result<::kube::Client, Error> {
-    let builder = ::kube::client::ClientBuilder::try_from(config).map_err(Error::Client)?;
+    let builder = ::kube::client::ClientBuilder::try_from(config)
+        .map_err(Error::Client)?
+        .with_layer(&Refusals(refused));
     Ok(match limit {
         Some(limit) => builder.with_layer(&limit).build(),
         None => builder.build(),

@@ -204,7 +204,12 @@ mod tests {
         let fake = fake_kube_apiserver::FakeApiServer::start().await.unwrap();
         fake.create("v1", "nodes", "", serde_json::json!({"metadata": {"name": "a"}}));
         let config = ::kube::Config::new(fake.url().parse().unwrap());
-        let client = crate::kube::build(config, RateLimit::from_flags(2.0, 3)).unwrap();
+        let client = crate::kube::build(
+            config,
+            RateLimit::from_flags(2.0, 3),
+            crate::kube::Refused::shared(),
+        )
+        .unwrap();
         let nodes: ::kube::Api<Node> = ::kube::Api::all(client);
         let start = Instant::now();
         let gets = (0..7).map(|_| async {
