@@ -14,7 +14,7 @@ use super::aws::AwsKeys;
 use super::azure::ServicePrincipal;
 use super::gcp::ServiceAccount;
 use super::openstack::Cloud;
-use crate::create::Env;
+use crate::assets::env::Env;
 use crate::graph::{Asset, AssetError, AssetId, Key, Output, Parents};
 use crate::installconfig::{CredentialsMode, InstallConfig, Secret};
 

@@ -157,6 +157,11 @@ pub fn infrastructure(
 
 /// The installer's `determineTopologies`: one control-plane replica is SingleReplica; the
 /// infrastructure follows the control plane with no workers, else SingleReplica for one worker.
+/// `cloudLoadBalancerConfig.dnsType`: `ClusterHosted` with `userProvisionedDNS: Enabled`.
+pub(crate) fn dns_type(user_provisioned_dns: Option<&str>) -> &'static str {
+    if user_provisioned_dns == Some("Enabled") { "ClusterHosted" } else { "PlatformDefault" }
+}
+
 fn topologies(config: &InstallConfig) -> (&'static str, &'static str) {
     const HA: &str = "HighlyAvailable";
     const SINGLE: &str = "SingleReplica";

@@ -5,7 +5,7 @@
 //! `OS_CLIENT_CONFIG_FILE`, `HOME`, and each cloud's credential variables), install-config.yaml,
 //! built-in defaults. Assets never read the environment or flags themselves (STYLE.md d5).
 
-use crate::create::Env;
+use crate::assets::env::Env;
 
 /// Reads the process environment. An empty variable counts as unset, as in openstacksdk.
 pub(crate) fn env_from_process() -> std::io::Result<Env> {

@@ -1,12 +1,13 @@
 //! The inputs `create manifests` reads besides the install-config: images (flags over the
-//! built-in table), how to ask the cloud, the installer's TLS files, a cloud's CA bundle.
+//! built-in table), how to ask the cloud, the installer's TLS files (a cloud's CA bundle is
+//! read by `assets::openstack::access`, re-exported here).
 
 use std::path::{Path, PathBuf};
 
 use crate::assets::bootstrap::tls::{self, Tls};
 use crate::assets::images::Images;
-use crate::assets::openstack::{self, lookup};
-use crate::installconfig::clouds;
+pub use crate::assets::openstack::access::{CaError, cloud};
+use crate::assets::openstack::lookup;
 
 /// The file name of the install-config inside an asset directory.
 pub const INSTALL_CONFIG: &str = "install-config.yaml";
@@ -25,33 +26,6 @@ pub fn images(ccm: Option<String>, assets: Option<String>) -> Images {
 /// How assets ask the cloud: not at all with `--offline`.
 pub fn lookup(offline: bool) -> Box<dyn lookup::Lookup> {
     if offline { Box::new(lookup::Offline) } else { Box::new(lookup::Online::default()) }
-}
-
-/// A CA file named by `cacert` that cannot be read.
-#[derive(Debug, thiserror::Error)]
-#[error("{file}: cloud {cloud:?}: cannot read its cacert {}", path.display())]
-pub struct CaError {
-    file: String,
-    cloud: String,
-    path: PathBuf,
-    #[source]
-    source: std::io::Error,
-}
-
-/// The selected cloud with its CA bundle read (a relative `cacert` is relative to the working
-/// directory, as openstacksdk has it).
-pub fn cloud(selected: clouds::SelectedCloud) -> Result<openstack::Cloud, CaError> {
-    let clouds::SelectedCloud { name, file, entry, .. } = selected;
-    let ca_bundle = match entry.cacert.as_deref().filter(|c| !c.is_empty()) {
-        Some(path) => Some(std::fs::read_to_string(path).map_err(|source| CaError {
-            file: file.display().to_string(),
-            cloud: name.clone(),
-            path: PathBuf::from(path),
-            source,
-        })?),
-        None => None,
-    };
-    Ok(openstack::Cloud { name, entry, ca_bundle, trust_bundle: None })
 }
 
 /// The installer's TLS files in `DIR/tls/`, each optional; the signer needs both halves.

@@ -8,12 +8,11 @@
 //!                            ─ assets::graph ─ graph::store::create (keep edits, commit) ─ Outcome
 //! ```
 
-mod env;
 pub mod inputs;
 
 use std::path::{Path, PathBuf};
 
-pub use env::{CredentialVars, Env};
+pub use crate::assets::env::{CredentialVars, Env};
 pub use inputs::{CaError, INSTALL_CONFIG, install_config_path};
 
 use crate::assets::cloud_access::AccessRequest;

@@ -8,6 +8,7 @@ mod fake_iam;
 mod gcfg_oracle;
 mod ibm_account;
 mod installconfig;
+mod layers;
 mod leader_migration;
 mod openstack;
 mod platforms;

@@ -125,8 +125,9 @@ impl KubeStack {
     pub fn client_kubeconfig(&self, dir: &Path, user: &str, groups: &[&str]) -> PathBuf {
         let ca_key = KeyPair::from_pem(&read(Path::new(&self["KUBE_CLIENT_CA_KEY"])))
             .expect("the client CA key is PEM");
-        let issuer = Issuer::from_ca_cert_pem(&read(Path::new(&self["KUBE_CLIENT_CA_CERT"])), ca_key)
-            .expect("the client CA certificate is PEM");
+        let issuer =
+            Issuer::from_ca_cert_pem(&read(Path::new(&self["KUBE_CLIENT_CA_CERT"])), ca_key)
+                .expect("the client CA certificate is PEM");
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("client parameters");
         params.distinguished_name.push(DnType::CommonName, user);
         for group in groups {
@@ -200,8 +201,8 @@ pub struct AuditLog {
 impl AuditLog {
     /// Every event logged since this log was taken (the API server writes each line whole).
     pub fn events(&self) -> Vec<Value> {
-        let bytes = std::fs::read(&self.path)
-            .unwrap_or_else(|e| panic!("{}: {e}", self.path.display()));
+        let bytes =
+            std::fs::read(&self.path).unwrap_or_else(|e| panic!("{}: {e}", self.path.display()));
         let from = usize::try_from(self.from).expect("fits").min(bytes.len());
         String::from_utf8_lossy(&bytes[from..])
             .lines()
@@ -250,7 +251,8 @@ pub fn request(event: &Value) -> String {
 pub fn unique(prefix: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
-    let t = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() % 1_000_000;
+    let t =
+        SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() % 1_000_000;
     let name = format!(
         "{prefix}-{}{}{}",
         radix36(u64::from(std::process::id())),

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use crate::assets::cloud_access::{
     AccessRequest, CloudAccess, LoadedAccess, home_file, read_optional,
 };
-use crate::create::Env;
+use crate::assets::env::Env;
 
 /// The AWS keys the cluster gets (none with `credentialsMode: Manual` and no keys found).
 pub(crate) fn load(req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {

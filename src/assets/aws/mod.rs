@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::infrastructure::dns_type;
 use crate::assets::cloud_access::CloudAccess;
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,
@@ -303,9 +304,4 @@ pub fn infrastructure(config: &InstallConfig) -> (Value, Value) {
             aws.user_tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect();
     }
     (spec, status)
-}
-
-/// `cloudLoadBalancerConfig.dnsType`: `ClusterHosted` with `userProvisionedDNS: Enabled`.
-pub(crate) fn dns_type(user_provisioned_dns: Option<&str>) -> &'static str {
-    if user_provisioned_dns == Some("Enabled") { "ClusterHosted" } else { "PlatformDefault" }
 }

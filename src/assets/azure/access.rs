@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use crate::assets::cloud_access::{
     AccessRequest, CloudAccess, LoadedAccess, home_file, read_optional,
 };
-use crate::create::Env;
+use crate::assets::env::Env;
 
 /// The Azure service principal (the subscription and tenant are always needed).
 pub(crate) fn load(req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {

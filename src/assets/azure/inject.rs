@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::go_json::go_json_indented;
+use crate::assets::go_json::go_json_indented;
 
 /// The in-cluster Secret's key holding the client ID.
 pub const CLIENT_ID_KEY: &str = "azure_client_id";

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use self::go_json::go_json_indented;
-use super::aws::dns_type;
+use super::go_json::go_json_indented;
+use super::infrastructure::dns_type;
 use crate::assets::cloud_access::CloudAccess;
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
@@ -20,7 +20,6 @@ use crate::assets::provider::{
 use crate::graph::AssetError;
 use crate::installconfig::{AzureCloudName, AzurePlatform, InstallConfig, Secret};
 
-pub(crate) mod go_json;
 pub mod inject;
 fn principal<'a>(ctx: &Context<'a>) -> Result<&'a ServicePrincipal, AssetError> {
     match ctx.access {

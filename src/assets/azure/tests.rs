@@ -1,7 +1,7 @@
 use serde_json::json;
 
-use super::go_json::go_html_escape;
 use super::*;
+use crate::assets::go_json::go_html_escape;
 use crate::installconfig::{Defaults, parse};
 
 const INFRA_ID: &str = "demo-x7k2p";

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use crate::assets::cloud_access::{
     AccessRequest, CloudAccess, LoadedAccess, home_file, read_optional,
 };
-use crate::create::Env;
+use crate::assets::env::Env;
 
 /// The GCP service-account key the cluster gets.
 pub(crate) fn load(req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {

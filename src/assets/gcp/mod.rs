@@ -14,7 +14,7 @@ use md5::{Digest as _, Md5};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::aws::dns_type;
+use super::infrastructure::dns_type;
 use crate::assets::cloud_access::CloudAccess;
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,

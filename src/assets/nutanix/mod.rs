@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::azure::go_json::{go_html_escape, go_json_indented};
+use super::go_json::{go_html_escape, go_json_indented};
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
 };

@@ -6,7 +6,7 @@
 //! install-config ┴───────────────────────────┴── cloud-provider-config (via [`OpenStack`])
 //! ```
 
-mod access;
+pub mod access;
 
 use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 pub mod cloud_conf;
