@@ -190,6 +190,13 @@ impl Store {
                 None => return Err(fail(422, "Invalid", "metadata.name: Required value".into())),
             },
         };
+        if !is_subdomain(&name) {
+            let message = format!(
+                "{} {name:?} is invalid: metadata.name: Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                resource.kind()
+            );
+            return Err(fail(422, "Invalid", message));
+        }
         let key = ObjectKey {
             resource: resource.clone(),
             namespace: namespace.to_owned(),
@@ -411,6 +418,16 @@ fn apply_subresource(resource: &Resource, old: &Value, new: &mut Value, status_o
             None => obj.remove("status"),
         };
     }
+}
+
+/// A DNS-1123 subdomain (at most 253 characters, dot-separated lowercase labels): what the real
+/// server requires of the names of every kind served here.
+fn is_subdomain(name: &str) -> bool {
+    let label = |l: &str| {
+        let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+        l.starts_with(alnum) && l.ends_with(alnum) && l.chars().all(|c| alnum(c) || c == '-')
+    };
+    name.len() <= 253 && name.split('.').all(label)
 }
 
 fn not_found(key: &ObjectKey) -> Failure {
