@@ -19,7 +19,6 @@ use kube::api::{Api, ListParams};
 use crate::cloud::OpenStack;
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{ACTIVE, Change, LoadBalancer};
-use crate::config::Credentials;
 use crate::controllers::service::desired::ServiceId;
 use crate::controllers::service::ownership::{self, Found, Maker};
 use crate::controllers::service::reconcile::wants_load_balancer;
@@ -136,7 +135,7 @@ pub async fn run(args: MigrateArgs, search: Vec<PathBuf>) -> anyhow::Result<bool
     let client =
         crate::kube::client(args.kubeconfig.as_deref(), None, crate::kube::Refused::shared())
             .await?;
-    let mut credentials = Credentials::from_values(&checked.values);
+    let mut credentials = crate::config::credentials(&checked.values);
     if let (Some(name), Some(namespace)) =
         (&config.global.secret_name, &config.global.secret_namespace)
     {

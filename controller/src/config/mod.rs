@@ -21,7 +21,7 @@ use std::fmt;
 use ccm_formats::gcfg::{self, Document};
 
 pub(crate) use typed::{Config, FloatingSubnet, LbClass, LoadBalancer};
-pub use typed::{Credentials, EndpointInterface, Networking};
+pub use typed::{Credentials, EndpointInterface, Networking, credentials};
 
 use keys::Kind;
 

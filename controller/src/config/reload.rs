@@ -38,7 +38,7 @@ pub(crate) async fn watch(
         if last.is_some() {
             tracing::info!(file = %path.display(), "cloud config or clouds.yaml changed; using the new credentials");
         }
-        let credentials = Credentials::from_values(&checked.values);
+        let credentials = super::credentials(&checked.values);
         last = Some(checked.values);
         apply(credentials);
     }

@@ -24,84 +24,7 @@ pub(crate) struct Config {
     pub(crate) route: Route,
 }
 
-/// Keystone endpoint interface (`os-endpoint-type`, clouds.yaml `interface`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum EndpointInterface {
-    /// `public` (the default).
-    #[default]
-    Public,
-    /// `internal`.
-    Internal,
-    /// `admin`.
-    Admin,
-}
-
-impl EndpointInterface {
-    /// Parses `public`/`internal`/`admin` (also with an `URL` suffix, as clouds.yaml allows).
-    pub(crate) fn parse(text: &str) -> Option<Self> {
-        let lower = text.to_ascii_lowercase();
-        match lower.trim_end_matches("url") {
-            "" | "public" => Some(Self::Public),
-            "internal" => Some(Self::Internal),
-            "admin" => Some(Self::Admin),
-            _ => None,
-        }
-    }
-}
-
-/// Credentials and endpoint selection: the part of `[Global]` a Secret may replace.
-#[derive(Debug, Clone, Default)]
-pub struct Credentials {
-    /// Keystone v3 URL.
-    pub auth_url: Option<String>,
-    /// User ID.
-    pub user_id: Option<String>,
-    /// User name.
-    pub username: Option<String>,
-    /// Password.
-    pub password: Option<SecretString>,
-    /// Project ID (`tenant-id`).
-    pub project_id: Option<String>,
-    /// Project name (`tenant-name`).
-    pub project_name: Option<String>,
-    /// Domain ID for user and project.
-    pub domain_id: Option<String>,
-    /// Domain name for user and project.
-    pub domain_name: Option<String>,
-    /// Project domain ID (`tenant-domain-id`).
-    pub project_domain_id: Option<String>,
-    /// Project domain name (`tenant-domain-name`).
-    pub project_domain_name: Option<String>,
-    /// User domain ID.
-    pub user_domain_id: Option<String>,
-    /// User domain name.
-    pub user_domain_name: Option<String>,
-    /// A Keystone token.
-    pub token: Option<SecretString>,
-    /// Application credential ID.
-    pub application_credential_id: Option<String>,
-    /// Application credential name.
-    pub application_credential_name: Option<String>,
-    /// Application credential secret.
-    pub application_credential_secret: Option<SecretString>,
-    /// Trust ID (trusts are not supported by this controller; checked at session build).
-    pub trust_id: Option<String>,
-    /// Region.
-    pub region: Option<String>,
-    /// Endpoint interface.
-    pub interface: EndpointInterface,
-    /// CA bundle path.
-    pub ca_file: Option<String>,
-    /// A CA bundle (PEM) from the credentials Secret's `cacert` key, trusted beside `ca-file`;
-    /// a new one in the Secret is used at once.
-    pub ca_bundle: Option<String>,
-    /// Client certificate path.
-    pub cert_file: Option<String>,
-    /// Client key path.
-    pub key_file: Option<String>,
-    /// Skip TLS verification.
-    pub tls_insecure: bool,
-}
+pub use ccm_openstack_auth::{Credentials, Interface as EndpointInterface};
 
 /// `[Global]`.
 #[derive(Debug, Clone, Default)]
@@ -265,38 +188,37 @@ fn number<T: std::str::FromStr>(
     values.get(section, key).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-impl Credentials {
-    /// The credential keys of `[Global]`.
-    pub fn from_values(v: &Values) -> Self {
-        Credentials {
-            auth_url: text(v, "Global", "auth-url"),
-            user_id: text(v, "Global", "user-id"),
-            username: text(v, "Global", "username"),
-            password: secret(v, "password"),
-            project_id: text(v, "Global", "tenant-id"),
-            project_name: text(v, "Global", "tenant-name"),
-            domain_id: text(v, "Global", "domain-id"),
-            domain_name: text(v, "Global", "domain-name"),
-            project_domain_id: text(v, "Global", "tenant-domain-id"),
-            project_domain_name: text(v, "Global", "tenant-domain-name"),
-            user_domain_id: text(v, "Global", "user-domain-id"),
-            user_domain_name: text(v, "Global", "user-domain-name"),
-            token: secret(v, "token"),
-            application_credential_id: text(v, "Global", "application-credential-id"),
-            application_credential_name: text(v, "Global", "application-credential-name"),
-            application_credential_secret: secret(v, "application-credential-secret"),
-            trust_id: text(v, "Global", "trust-id"),
-            region: text(v, "Global", "region"),
-            interface: v
-                .get("Global", "os-endpoint-type")
-                .and_then(EndpointInterface::parse)
-                .unwrap_or_default(),
-            ca_file: text(v, "Global", "ca-file"),
-            ca_bundle: None,
-            cert_file: text(v, "Global", "cert-file"),
-            key_file: text(v, "Global", "key-file"),
-            tls_insecure: flag(v, "Global", "tls-insecure", false),
-        }
+/// The credential keys of `[Global]`.
+pub fn credentials(v: &Values) -> Credentials {
+    Credentials {
+        auth_url: text(v, "Global", "auth-url"),
+        user_id: text(v, "Global", "user-id"),
+        username: text(v, "Global", "username"),
+        password: secret(v, "password"),
+        project_id: text(v, "Global", "tenant-id"),
+        project_name: text(v, "Global", "tenant-name"),
+        domain_id: text(v, "Global", "domain-id"),
+        domain_name: text(v, "Global", "domain-name"),
+        project_domain_id: text(v, "Global", "tenant-domain-id"),
+        project_domain_name: text(v, "Global", "tenant-domain-name"),
+        user_domain_id: text(v, "Global", "user-domain-id"),
+        user_domain_name: text(v, "Global", "user-domain-name"),
+        token: secret(v, "token"),
+        application_credential_id: text(v, "Global", "application-credential-id"),
+        application_credential_name: text(v, "Global", "application-credential-name"),
+        application_credential_secret: secret(v, "application-credential-secret"),
+        trust_id: text(v, "Global", "trust-id"),
+        region: text(v, "Global", "region"),
+        interface: v
+            .get("Global", "os-endpoint-type")
+            .and_then(EndpointInterface::parse)
+            .unwrap_or_default(),
+        ca_file: text(v, "Global", "ca-file"),
+        ca_bundle: None,
+        cert_file: text(v, "Global", "cert-file"),
+        key_file: text(v, "Global", "key-file"),
+        tls_insecure: flag(v, "Global", "tls-insecure", false),
+        ..Credentials::default()
     }
 }
 
@@ -325,7 +247,7 @@ impl Config {
             .collect();
         Config {
             global: Global {
-                credentials: Credentials::from_values(v),
+                credentials: credentials(v),
                 secret_name: text(v, "Global", "secret-name"),
                 secret_namespace: text(v, "Global", "secret-namespace"),
             },

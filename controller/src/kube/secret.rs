@@ -31,7 +31,7 @@ pub(crate) fn credentials(
         None => None,
     };
     let credentials =
-        Credentials { ca_bundle: ca_bundle.clone(), ..Credentials::from_values(&values) };
+        Credentials { ca_bundle: ca_bundle.clone(), ..crate::config::credentials(&values) };
     Ok(((values, ca_bundle), credentials))
 }
 

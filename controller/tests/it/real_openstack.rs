@@ -26,7 +26,7 @@ pub(crate) fn credentials(env: &StackEnv, cloud: &str) -> Credentials {
     let entry = clouds::entry_from_text(&text, cloud, "clouds.yaml").unwrap();
     let mut values = Values::default();
     clouds::merge_entry(&mut values, &entry);
-    Credentials::from_values(&values)
+    occm::config::credentials(&values)
 }
 
 async fn wait_ready(cloud: &OpenStack, want: bool) {

@@ -70,26 +70,15 @@ impl Online {
 
 fn connect(cloud: &Cloud) -> Result<Connection, AssetError> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let client = session::client(cloud, TIMEOUT)?;
-    let probe = client.clone();
+    let credentials = session::credentials(cloud)?;
     let session = runtime
-        .block_on(async { tokio::time::timeout(TIMEOUT, session::session(cloud, client)).await })
-        .map_err(|_| unreachable(cloud, &format!("no answer within {}s", TIMEOUT.as_secs())))?;
-    match session {
-        Ok(session) => Ok(Connection { runtime, session }),
-        Err(e) => {
-            let url = cloud.entry.auth.auth_url.as_deref().unwrap_or_default();
-            let tls = runtime.block_on(ccm_tls_explain::diagnose(&probe, url, TRUST));
-            Err(unreachable(cloud, &tls.unwrap_or_else(|| e.to_string())))
-        }
-    }
+        .block_on(async {
+            tokio::time::timeout(TIMEOUT, ccm_openstack_auth::connect(&credentials, TIMEOUT)).await
+        })
+        .map_err(|_| unreachable(cloud, &format!("no answer within {}s", TIMEOUT.as_secs())))?
+        .map_err(|e| unreachable(cloud, &e.to_string()))?;
+    Ok(Connection { runtime, session })
 }
-
-/// How the generator's trust settings are named in a TLS error.
-const TRUST: ccm_tls_explain::Settings = ccm_tls_explain::Settings {
-    ca: "set cacert in clouds.yaml (or additionalTrustBundle in install-config.yaml) to",
-    insecure: Some("verify: false in clouds.yaml"),
-};
 
 fn unreachable(cloud: &Cloud, why: &str) -> AssetError {
     let url = cloud.entry.auth.auth_url.as_deref().unwrap_or("(no auth_url)");
