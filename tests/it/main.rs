@@ -12,6 +12,8 @@ mod layers;
 mod leader_migration;
 mod openstack;
 mod platforms;
+mod readback;
+mod real_kube_admission;
 mod real_openstack;
 mod support;
 mod tls;
