@@ -123,7 +123,7 @@ impl KubeStack {
     /// A kubeconfig at `dir/<user>.kubeconfig` for a client certificate signed by the CA the
     /// API server trusts (as an installer's signer would sign one): CN `user`, O `groups`.
     pub fn client_kubeconfig(&self, dir: &Path, user: &str, groups: &[&str]) -> PathBuf {
-        let ca_key = KeyPair::from_pem(&read(Path::new(&self["KUBE_CLIENT_CA_KEY"])))
+        let ca_key = KeyPair::from_pem(&pkcs8(Path::new(&self["KUBE_CLIENT_CA_KEY"])))
             .expect("the client CA key is PEM");
         let issuer =
             Issuer::from_ca_cert_pem(&read(Path::new(&self["KUBE_CLIENT_CA_CERT"])), ca_key)
@@ -286,6 +286,20 @@ fn write_kubeconfig(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(format!("{name}.kubeconfig"));
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     path
+}
+
+/// A private key file as PKCS#8 PEM, which rcgen reads: scripts/kube/pki.sh writes
+/// traditional (PKCS#1) RSA keys, converted with `openssl pkey`.
+fn pkcs8(path: &Path) -> String {
+    let text = read(path);
+    if !text.starts_with("-----BEGIN RSA PRIVATE KEY-----") {
+        return text;
+    }
+    let mut cmd = Command::new("openssl");
+    cmd.arg("pkey").arg("-in").arg(path);
+    let out = run_bounded(cmd, None);
+    assert!(out.status.success(), "openssl pkey {}: {}", path.display(), lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("PEM is ASCII")
 }
 
 fn read(path: &Path) -> String {
