@@ -159,16 +159,18 @@ impl<'a> Kubectl<'a> {
         cmd
     }
 
-    /// stdout, or a panic with `what` and the stderr (Secret values hidden).
+    /// stdout, or a panic with `what` and the stderr (Secret values hidden) when kubectl fails
+    /// or the API server warns (a deprecated field or API is found here, not by a user).
     fn run(&self, what: &str, args: &[&str], stdin: Option<&str>, hide: &[String]) -> String {
         let out = run_bounded(self.command(args), stdin);
-        if !out.status.success() {
-            let mut err = String::from_utf8_lossy(&out.stderr).into_owned();
-            for secret in hide {
-                err = err.replace(secret.as_str(), "<secret>");
-            }
-            panic!("{what}: kubectl {} failed ({}):\n{err}", args.join(" "), out.status);
+        let mut err = String::from_utf8_lossy(&out.stderr).into_owned();
+        for secret in hide {
+            err = err.replace(secret.as_str(), "<secret>");
         }
+        let args = args.join(" ");
+        assert!(out.status.success(), "{what}: kubectl {args} failed ({}):\n{err}", out.status);
+        let warned = err.lines().any(|l| l.starts_with("Warning:"));
+        assert!(!warned, "{what}: the API server warned about kubectl {args}:\n{err}");
         String::from_utf8(out.stdout).expect("kubectl prints UTF-8")
     }
 }
