@@ -47,23 +47,31 @@ fn the_account_is_the_api_keys_own_and_matches_the_offline_run() {
             assert!(!run.stdout.contains(secret), "{platform}: {secret} printed");
         }
 
-        let requests = iam.requests();
+        let mut requests = iam.requests();
         let calls: Vec<(&str, &str)> =
             requests.iter().map(|r| (r.method.as_str(), r.path.as_str())).collect();
-        assert_eq!(calls, [("POST", "/identity/token"), ("GET", "/v1/apikeys/details")]);
+        let lookup = [("POST", "/identity/token"), ("GET", "/v1/apikeys/details")];
+        if platform == "ibmcloud" {
+            // The service endpoint is HEADed first (reachable: a 404 will do); PowerVS has no check.
+            assert_eq!(calls, [&[("HEAD", "/")][..], &lookup].concat(), "{platform}");
+            requests.remove(0);
+        } else {
+            assert_eq!(calls, lookup, "{platform}");
+        }
         assert_eq!(
             requests[0].body,
             format!("grant_type=urn%3Aibm%3Aparams%3Aoauth%3Agrant-type%3Aapikey&apikey={KEY}")
         );
         assert_eq!(requests[1].headers["iam-apikey"], KEY);
         assert!(requests[1].headers["authorization"].starts_with("Bearer eyJfake."));
+        let online_requests = iam.requests().len();
 
         let offline = create(
             example_with_iam(platform, iam.url(), Some(iam.ca())),
             &["--offline", "--ibm-account-id", ACCOUNT],
         );
         offline.expect(0);
-        assert_eq!(iam.requests().len(), 2, "{platform}: the offline run asked IAM");
+        assert_eq!(iam.requests().len(), online_requests, "{platform}: the offline run asked IAM");
         // Same outputs (minted keys aside) as when the account is given.
         assert_eq!(outputs(&offline.dir()), outputs(&online.dir()), "{platform}");
     }
@@ -74,7 +82,7 @@ fn a_refused_or_unreachable_iam_stops_before_anything_is_written() {
     let iam = FakeIam::start(&[("some-other-key", ACCOUNT)]);
     let closed = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
+        format!("https://{}", listener.local_addr().unwrap())
     };
     let host = iam.url().trim_start_matches("https://").to_owned();
     let untrusted = format!(
@@ -91,7 +99,8 @@ fn a_refused_or_unreachable_iam_stops_before_anything_is_written() {
         (iam.url(), None, untrusted.as_str()),
         (closed.as_str(), None, "error sending request"),
     ] {
-        let t = create(example_with_iam("ibmcloud", url, ca), &[]);
+        // PowerVS: IBM Cloud's own overrides are HEADed before the lookup (the next test).
+        let t = create(example_with_iam("powervs", url, ca), &[]);
         let before = tree(&t.dir());
         let run = t.expect(1);
         let lookup = format!("could not look up the IBM Cloud account of IC_API_KEY at {url}");
@@ -101,4 +110,36 @@ fn a_refused_or_unreachable_iam_stops_before_anything_is_written() {
         assert!(!run.stderr.contains(KEY), "the key was logged: {}", run.stderr);
         assert_eq!(tree(&t.dir()), before, "nothing may be written");
     }
+}
+
+#[test]
+fn ibm_cloud_service_endpoints_that_do_not_answer_are_refused_in_the_installers_words() {
+    let iam = FakeIam::start(&[(KEY, ACCOUNT)]);
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let host = iam.url().trim_start_matches("https://").to_owned();
+    for (url, ca, reason) in [
+        (closed.as_str(), Some(iam.ca()), "error sending request".to_owned()),
+        (iam.url(), None, format!("TLS with {host} failed: certificate signed by an unknown")),
+    ] {
+        let t = create(example_with_iam("ibmcloud", url, ca), &[]);
+        let before = tree(&t.dir());
+        let run = t.expect(1);
+        let head = format!(
+            "platform.ibmcloud.serviceEndpoints[0].url: Invalid value: \"{url}\": Head \"{url}\": "
+        );
+        assert!(run.stderr.contains(&format!("{head}{reason}")), "{}", run.stderr);
+        assert!(!run.stderr.contains("could not look up"), "checked first: {}", run.stderr);
+        assert!(!run.stderr.contains(KEY), "the key was logged: {}", run.stderr);
+        assert_eq!(tree(&t.dir()), before, "nothing may be written");
+    }
+    assert!(iam.requests().is_empty(), "nothing reached IAM: {:?}", iam.requests().len());
+    // Offline, nothing is asked: the account comes from the flag.
+    let offline = create(
+        example_with_iam("ibmcloud", &closed, None),
+        &["--offline", "--ibm-account-id", ACCOUNT],
+    );
+    offline.expect(0);
 }

@@ -16,6 +16,7 @@ pub mod regions;
 
 use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 pub(crate) mod access;
+mod endpoints;
 
 use std::collections::BTreeMap;
 
@@ -169,9 +170,15 @@ const APP: &str = "ibm-cloud-controller-manager";
 
 impl Provider for IbmCloud {
     fn load_access(&self, req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
-        let endpoints =
-            req.config.platform.ibmcloud.as_ref().map(|p| p.service_endpoints.as_slice());
-        access::load(req, endpoints.unwrap_or_default())
+        let endpoints = (req.config.platform.ibmcloud.as_ref())
+            .map(|p| p.service_endpoints.as_slice())
+            .unwrap_or_default();
+        if !req.offline {
+            let trust =
+                req.config.additional_trust_bundle.as_deref().filter(|b| !b.trim().is_empty());
+            endpoints::check(endpoints, trust)?;
+        }
+        access::load(req, endpoints)
     }
     fn cloud_provider_config(
         &self,

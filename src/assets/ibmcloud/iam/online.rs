@@ -29,15 +29,7 @@ pub fn account_id(endpoint: &str, api_key: &Secret, trust_bundle: Option<&str>) 
 }
 
 async fn ask(endpoint: &str, api_key: &Secret, trust_bundle: Option<&str>) -> Result<String> {
-    let mut builder = reqwest::Client::builder()
-        .timeout(TIMEOUT)
-        .user_agent(concat!("ccm-assets/", env!("CARGO_PKG_VERSION")));
-    if let Some(pem) = trust_bundle {
-        (builder, _) = ccm_tls_explain::trust_bundle(builder, pem.as_bytes()).map_err(|e| {
-            Error::Transport(format!("additionalTrustBundle is not a PEM bundle: {e}"))
-        })?;
-    }
-    let client = builder.build().map_err(transport)?;
+    let client = client(trust_bundle).map_err(Error::Transport)?;
     let token = client
         .post(super::token_url(endpoint))
         .header("Content-Type", super::TOKEN_CONTENT_TYPE)
@@ -53,6 +45,19 @@ async fn ask(endpoint: &str, api_key: &Secret, trust_bundle: Option<&str>) -> Re
     super::parse_account_id(status, &body)
 }
 
+/// An HTTP client for IBM Cloud's services: the web roots and `trust_bundle` (the
+/// install-config's `additionalTrustBundle`), proxies from the environment, a timeout.
+pub(crate) fn client(trust_bundle: Option<&str>) -> std::result::Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        .user_agent(concat!("ccm-assets/", env!("CARGO_PKG_VERSION")));
+    if let Some(pem) = trust_bundle {
+        (builder, _) = ccm_tls_explain::trust_bundle(builder, pem.as_bytes())
+            .map_err(|e| format!("additionalTrustBundle is not a PEM bundle: {e}"))?;
+    }
+    builder.build().map_err(|e| describe(&e))
+}
+
 async fn send(request: reqwest::RequestBuilder) -> Result<(u16, String)> {
     let response = request.send().await.map_err(transport)?;
     let status = response.status().as_u16();
@@ -62,15 +67,21 @@ async fn send(request: reqwest::RequestBuilder) -> Result<(u16, String)> {
 /// reqwest's message with its causes (or, for a failed TLS handshake, what failed and how to
 /// fix it); it names the URL, which carries no secret.
 fn transport(error: reqwest::Error) -> Error {
-    if let Some(line) = ccm_tls_explain::from_error(&error, TRUST) {
-        return Error::Transport(line);
+    Error::Transport(describe(&error))
+}
+
+/// reqwest's message with its causes, or for a failed TLS handshake what failed and how to fix
+/// it.
+pub(crate) fn describe(error: &reqwest::Error) -> String {
+    if let Some(line) = ccm_tls_explain::from_error(error, TRUST) {
+        return line;
     }
     let mut message = error.to_string();
-    let mut source = std::error::Error::source(&error);
+    let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         message.push_str(": ");
         message.push_str(&cause.to_string());
         source = cause.source();
     }
-    Error::Transport(message)
+    message
 }
