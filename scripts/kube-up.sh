@@ -8,6 +8,12 @@
 #
 #   scripts/kube-up.sh            install what is missing (apt, as root), build, start
 #   scripts/kube-up.sh --status   exit 0 when the stack is running and answering
+#   scripts/kube-up.sh --fresh-node [external]
+#                                 on the running stack: stop the kubelet, delete its Node and
+#                                 start it again, so that it registers afresh; with `external`
+#                                 as a cloud node (--cloud-provider=external: tainted
+#                                 node.cloudprovider.kubernetes.io/uninitialized until a CCM
+#                                 initializes it), without it as kube-up.sh starts it (no cloud)
 #   scripts/kube-down.sh          stop it
 #   scripts/kube/smoke.sh ENV     prove it (RBAC, node, static pod, imported image, tokens)
 #
@@ -26,19 +32,31 @@ set -euo pipefail
 . "$KUBE_SCRIPTS/pki.sh"
 
 PACKAGES=(etcd-server containerd runc containernetworking-plugins umoci jq curl openssl
-  util-linux)
+  util-linux podman skopeo)
 # Files the kubelet writes below /proc/sys at start (component-helpers node/util/sysctl): it
 # gets private copies, bind-mounted over them in its own mount namespace.
 SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops
   kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 # Host paths the kubelet (/var/lib/kubelet/device-plugins, /var/log/containers) and containerd
 # (/run/containerd/s, its shims' sockets) write to whatever their configuration says: in their
-# namespaces, an overlay over the parent directory whose upper layer is ours.
-KUBELET_OVERLAYS=(/var/lib /var/log)
-CONTAINERD_OVERLAYS=(/run)
+# namespaces, an overlay over the parent directory whose upper layer is ours. /etc is overlaid
+# in both so that /etc/kubernetes can be made there (not on the host) and $ETC_KUBERNETES
+# mounted over it (ETC_BIND).
+KUBELET_OVERLAYS=(/var/lib /var/log /etc)
+CONTAINERD_OVERLAYS=(/run /etc)
+ETC_BIND=(--bind-dir "$ETC_KUBERNETES" /etc/kubernetes)
 
+FRESH_NODE="" KUBELET_CLOUD_PROVIDER=""
 case ${1:-} in
 --status) ;;
+--fresh-node)
+  FRESH_NODE=1
+  case ${2:-} in
+  external) KUBELET_CLOUD_PROVIDER=external ;;
+  "") ;;
+  *) die "--fresh-node takes 'external' or nothing, not '$2'" ;;
+  esac
+  ;;
 "") ;;
 -h | --help)
   sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -83,107 +101,11 @@ for dir in "${KUBELET_OVERLAYS[@]}" "${CONTAINERD_OVERLAYS[@]}" /var/run; do
   esac
 done
 
-# ------------------------------------------------------------------------------------ install
-install_packages() {
-  local missing=() p t
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  log "installing ${missing[*]} (apt)"
-  t=$(date +%s)
-  # Package scripts must not start the system-wide etcd (127.0.0.1:2379) or containerd: a
-  # policy-rc.d that denies every start, unless the machine already has one.
-  local policy=/usr/sbin/policy-rc.d ours=""
-  if [ ! -e $policy ]; then
-    printf '#!/bin/sh\nexit 101\n' >$policy && chmod 755 $policy && ours=1
-  fi
-  local rc=0
-  mkdir -p "$KUBE_CACHE_DIR"
-  {
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq -o DPkg::Lock::Timeout=600 &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef \
-        -o Dpkg::Options::=--force-confold "${missing[@]}"
-  } >"$KUBE_CACHE_DIR/apt.log" 2>&1 || rc=$?
-  [ -z "$ours" ] || rm -f $policy
-  if [ $rc -ne 0 ]; then
-    tail -n 40 "$KUBE_CACHE_DIR/apt.log" >&2
-    die "apt-get failed (full log: $KUBE_CACHE_DIR/apt.log)"
-  fi
-  log "installed in $(($(date +%s) - t))s"
-}
-
-# The directory is cleared on every fresh start: never one that holds anything else.
-if [ -d "$KUBE_DIR" ] && [ ! -d "$RUN" ] && [ -n "$(ls -A "$KUBE_DIR")" ]; then
-  die "$KUBE_DIR is not empty and holds no stack of kube-up.sh; refusing to use it"
-fi
-install_packages
-
-if stack_healthy; then
-  log "reusing the running stack under $KUBE_DIR ($(stack_memory))"
-  echo "$ENV_FILE"
-  exit 0
-fi
-"$KUBE_SCRIPTS/build.sh" >/dev/null
-if [ -d "$RUN" ]; then
-  # Whatever is left of an earlier run (processes, mounts, cgroups) goes first.
-  "$REPO/scripts/kube-down.sh"
-fi
-
-ports_free() {
-  local port
-  for port in "${ALL_PORTS[@]}"; do
-    if port_in_use "$port"; then
-      echo "$port"
-      return 1
-    fi
-  done
-}
-if ! busy=$(ports_free); then
-  [ -z "$PORTS_CHOSEN" ] || die "127.0.0.1:$busy is already in use by another process;" \
-    "choose other ports with KUBE_PORT_BASE (now $KUBE_PORT_BASE)"
-  for base in $(seq 26100 100 29900); do
-    set_ports "$base"
-    if ports_free >/dev/null; then
-      log "127.0.0.1:$busy is in use by another process: using ports $base and up instead"
-      break
-    fi
-    [ "$base" != 29900 ] || die "no free port range between 26000 and 29999; set KUBE_PORT_BASE"
-  done
-fi
-
-# A fresh start: nothing of an earlier run is kept but the timings (and never across a mount).
-left=$(mounts_under "$KUBE_DIR")
-[ -z "$left" ] || die "still mounted under $KUBE_DIR, not clearing it: $(echo "$left" | paste -sd' ')"
-if [ -d "$KUBE_DIR" ]; then
-  find "$KUBE_DIR" -mindepth 1 -maxdepth 1 ! -name timings -exec rm -rf {} +
-fi
-mkdir -p "$LOG" "$RUN"
-echo "$KUBE_PORT_BASE" >"$RUN/port-base"
-T_START=$(date +%s)
-
-# On failure, stop what this run started (the logs stay for reading), in kube-down.sh's order:
-# the background jobs are the services themselves, and an API server that loses etcd first
-# takes minutes to shut down.
-cleanup_on_failure() {
-  local rc=$?
-  [ $rc -ne 0 ] || return 0
-  log "failed: stopping what was started (logs stay in $LOG)"
-  "$REPO/scripts/kube-down.sh" || true
-  wait 2>/dev/null || true
-  exit $rc
-}
-trap cleanup_on_failure EXIT
-
 # in-namespace.sh arguments: an overlay over each host directory given, its upper layer ours.
 overlays() {
   local dir
   for dir in "$@"; do printf '%s\n' --overlay "$dir" "$KUBE_DIR/host$dir"; done
 }
-export KUBE_HOST_MNTNS
-KUBE_HOST_MNTNS=$(readlink /proc/self/ns/mnt)
-
 # ---------------------------------------------------------------------------------------- etcd
 start_etcd() {
   start_service etcd etcd --name ccm-kube --data-dir "$KUBE_DIR/etcd" \
@@ -311,6 +233,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 EOF
   local ns
   mapfile -t ns < <(overlays "${CONTAINERD_OVERLAYS[@]}")
+  ns+=("${ETC_BIND[@]}")
   # Its own mount namespace: the shims' sockets (always under /run/containerd/s) and every
   # container's rootfs mount stay there and go when the last of its processes ends.
   start_service containerd unshare --mount --propagation unchanged -- \
@@ -370,7 +293,7 @@ make_cgroup_root() {
 }
 
 start_kubelet() {
-  local d=$KUBELET_ROOT kc=$KUBE_DIR/kubelet.kubeconfig ns=() f own
+  local d=$KUBELET_ROOT kc=$KUBE_DIR/kubelet.kubeconfig ns=() f own cloud=()
   mkdir -p "$d" "$STATIC_POD_DIR" "$KUBE_DIR/pod-logs" "$KUBE_DIR/sysctl"
   kubeconfig "system:node:$NODE_NAME" kubelet >"$kc"
   cat >"$KUBE_DIR/kubelet.yaml" <<EOF
@@ -403,10 +326,12 @@ resolvConf: /etc/resolv.conf
 makeIPTablesUtilChains: false
 # it would write the sysctls anyway (into its private copies); protectKernelDefaults would fail
 protectKernelDefaults: false
-# a shared machine's disk: evict only when it is nearly full
-evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}
-imageGCHighThresholdPercent: 99
-imageGCLowThresholdPercent: 98
+# a shared machine's disk, whose fill level is not the test cluster's business: evict only
+# when it is full, and never garbage-collect images (they are imported, not pulled: the pause
+# image and the project's were removed at 99% and pods could not start again)
+evictionHard: {memory.available: 100Mi, nodefs.available: 100Mi, imagefs.available: 100Mi}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
 shutdownGracePeriod: 0s
 EOF
   for f in "${SYSCTLS[@]}"; do
@@ -415,12 +340,136 @@ EOF
     ns+=(--bind "$own" "/proc/sys/$f")
   done
   mapfile -t -O ${#ns[@]} ns < <(overlays "${KUBELET_OVERLAYS[@]}")
+  ns+=("${ETC_BIND[@]}")
+  [ -z "$KUBELET_CLOUD_PROVIDER" ] || cloud=(--cloud-provider="$KUBELET_CLOUD_PROVIDER")
   make_cgroup_root
   start_service kubelet unshare --mount --propagation unchanged -- \
     "$KUBE_SCRIPTS/in-namespace.sh" "${ns[@]}" -- \
     "$KUBE_BIN/kubelet" --config="$KUBE_DIR/kubelet.yaml" --kubeconfig="$kc" \
-    --hostname-override="$NODE_NAME" --root-dir="$d" --cert-dir="$d/pki" --v=1
+    --hostname-override="$NODE_NAME" --root-dir="$d" --cert-dir="$d/pki" "${cloud[@]}" --v=1
 }
+
+# --fresh-node: the kubelet stopped, its Node deleted, the kubelet started again (with or
+# without --cloud-provider=external) and Ready. Its pods' containers keep running meanwhile.
+fresh_node() {
+  local t STOP_TIMEOUT=${KUBE_STOP_TIMEOUT:-30}
+  t=$(date +%s)
+  stop kubelet
+  mv -f "$LOG/kubelet.log" "$LOG/kubelet.previous.log" 2>/dev/null || true
+  "$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" delete node "$NODE_NAME" --ignore-not-found \
+    --wait=true >/dev/null
+  start_kubelet
+  wait_for kubelet "node $NODE_NAME to be Ready" node_ready
+  log "node $NODE_NAME registered afresh in $(($(date +%s) - t))s" \
+    "(cloud provider: ${KUBELET_CLOUD_PROVIDER:-none})"
+}
+
+# ------------------------------------------------------------------------------------ install
+install_packages() {
+  local missing=() p t
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing ${missing[*]} (apt)"
+  t=$(date +%s)
+  # Package scripts must not start the system-wide etcd (127.0.0.1:2379) or containerd: a
+  # policy-rc.d that denies every start, unless the machine already has one.
+  local policy=/usr/sbin/policy-rc.d ours=""
+  if [ ! -e $policy ]; then
+    printf '#!/bin/sh\nexit 101\n' >$policy && chmod 755 $policy && ours=1
+  fi
+  local rc=0
+  mkdir -p "$KUBE_CACHE_DIR"
+  {
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq -o DPkg::Lock::Timeout=600 &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef \
+        -o Dpkg::Options::=--force-confold "${missing[@]}"
+  } >"$KUBE_CACHE_DIR/apt.log" 2>&1 || rc=$?
+  [ -z "$ours" ] || rm -f $policy
+  if [ $rc -ne 0 ]; then
+    tail -n 40 "$KUBE_CACHE_DIR/apt.log" >&2
+    die "apt-get failed (full log: $KUBE_CACHE_DIR/apt.log)"
+  fi
+  log "installed in $(($(date +%s) - t))s"
+}
+
+# The directory is cleared on every fresh start: never one that holds anything else.
+if [ -d "$KUBE_DIR" ] && [ ! -d "$RUN" ] && [ -n "$(ls -A "$KUBE_DIR")" ]; then
+  die "$KUBE_DIR is not empty and holds no stack of kube-up.sh; refusing to use it"
+fi
+install_packages
+
+if [ -n "$FRESH_NODE" ]; then
+  # Not stack_healthy: the node may be the very thing that is wrong.
+  if ! { [ -f "$RUN/ready" ] && [ "$(cat "$RUN/ready")" = "$(stack_conf)" ] &&
+    service_pid containerd >/dev/null && api_curl -o /dev/null "$API_URL/readyz"; }; then
+    die "no running stack of this configuration under $KUBE_DIR: (re)start it with scripts/kube-up.sh"
+  fi
+  export KUBE_HOST_MNTNS
+  KUBE_HOST_MNTNS=$(readlink /proc/self/ns/mnt)
+  fresh_node
+  exit 0
+fi
+if stack_healthy; then
+  log "reusing the running stack under $KUBE_DIR ($(stack_memory))"
+  echo "$ENV_FILE"
+  exit 0
+fi
+"$KUBE_SCRIPTS/build.sh" >/dev/null
+if [ -d "$RUN" ]; then
+  # Whatever is left of an earlier run (processes, mounts, cgroups) goes first.
+  "$REPO/scripts/kube-down.sh"
+fi
+
+ports_free() {
+  local port
+  for port in "${ALL_PORTS[@]}"; do
+    if port_in_use "$port"; then
+      echo "$port"
+      return 1
+    fi
+  done
+}
+if ! busy=$(ports_free); then
+  [ -z "$PORTS_CHOSEN" ] || die "127.0.0.1:$busy is already in use by another process;" \
+    "choose other ports with KUBE_PORT_BASE (now $KUBE_PORT_BASE)"
+  for base in $(seq 26100 100 29900); do
+    set_ports "$base"
+    if ports_free >/dev/null; then
+      log "127.0.0.1:$busy is in use by another process: using ports $base and up instead"
+      break
+    fi
+    [ "$base" != 29900 ] || die "no free port range between 26000 and 29999; set KUBE_PORT_BASE"
+  done
+fi
+
+# A fresh start: nothing of an earlier run is kept but the timings (and never across a mount).
+left=$(mounts_under "$KUBE_DIR")
+[ -z "$left" ] || die "still mounted under $KUBE_DIR, not clearing it: $(echo "$left" | paste -sd' ')"
+if [ -d "$KUBE_DIR" ]; then
+  find "$KUBE_DIR" -mindepth 1 -maxdepth 1 ! -name timings -exec rm -rf {} +
+fi
+mkdir -p "$LOG" "$RUN"
+echo "$KUBE_PORT_BASE" >"$RUN/port-base"
+T_START=$(date +%s)
+
+# On failure, stop what this run started (the logs stay for reading), in kube-down.sh's order:
+# the background jobs are the services themselves, and an API server that loses etcd first
+# takes minutes to shut down.
+cleanup_on_failure() {
+  local rc=$?
+  [ $rc -ne 0 ] || return 0
+  log "failed: stopping what was started (logs stay in $LOG)"
+  "$REPO/scripts/kube-down.sh" || true
+  wait 2>/dev/null || true
+  exit $rc
+}
+trap cleanup_on_failure EXIT
+
+export KUBE_HOST_MNTNS
+KUBE_HOST_MNTNS=$(readlink /proc/self/ns/mnt)
 
 # --------------------------------------------------------------------------------------- main
 log "minting certificates (etcd, server, client and front-proxy CAs) under $PKI"
@@ -466,6 +515,9 @@ KUBE_BIN_DIR=$KUBE_BIN
 KUBE_NODE_NAME=$NODE_NAME
 KUBE_KUBELET_URL=https://127.0.0.1:$KUBELET_PORT
 KUBE_STATIC_POD_DIR=$STATIC_POD_DIR
+KUBE_ETC_KUBERNETES=$ETC_KUBERNETES
+KUBE_UP=$REPO/scripts/kube-up.sh
+KUBE_BOOTKUBE=$KUBE_SCRIPTS/bootkube.sh
 KUBE_CONTAINERD_ADDRESS=$CONTAINERD_SOCK
 KUBE_CONTAINERD_NAMESPACE=$CONTAINERD_NS
 KUBE_PAUSE_IMAGE=$PAUSE_IMAGE

@@ -64,7 +64,12 @@ TIMEOUT=${KUBE_TIMEOUT:-180} # seconds, for each wait
 NODE_NAME=localhost # a loopback node IP is refused by the kubelet; a node named localhost is not
 SERVICE_CIDR=10.96.0.0/24
 SA_ISSUER=https://kubernetes.default.svc.cluster.local
-STATIC_POD_DIR=$KUBE_DIR/manifests
+# The node's /etc/kubernetes: in the kubelet's and containerd's mount namespaces (and the
+# bootkube stage's, scripts/kube/bootkube.sh) this directory is bind-mounted over
+# /etc/kubernetes, so manifests with hostPath /etc/kubernetes run unchanged and the host's
+# /etc/kubernetes is never touched. The static pods are read from its manifests/.
+ETC_KUBERNETES=$KUBE_DIR/etc-kubernetes
+STATIC_POD_DIR=$ETC_KUBERNETES/manifests
 CONTAINERD_DIR=$KUBE_DIR/containerd
 CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
 CONTAINERD_NS=k8s.io # the namespace of containerd that the CRI plugin (so the kubelet) uses
@@ -91,6 +96,26 @@ api_curl() {
   curl -fsS --max-time 10 --cacert "$PKI/server-ca.crt" --cert "$PKI/admin.crt" \
     --key "$PKI/admin.key" "$@"
 }
+
+# script_help "$@", first in a script that takes arguments: with -h or --help, its header
+# comment (up to `set -euo`) as help and exit 0; with no argument, the same and exit 1.
+script_help() {
+  case ${1:-} in
+  -h | --help | "")
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    [ -n "${1:-}" ]
+    exit
+    ;;
+  esac
+}
+
+# use_env_file FILE: the env file (the one scripts/kube-up.sh printed) that env_value reads.
+use_env_file() {
+  [ -s "$1" ] || die "no env file $1 (scripts/kube-up.sh prints its path)"
+  USED_ENV_FILE=$1
+}
+# env_value KEY: its value in that file (empty when absent).
+env_value() { sed -n "s/^$1=//p" "$USED_ENV_FILE" | tail -n 1; }
 
 # ctr against the stack's containerd, in the CRI plugin's namespace.
 ctr_k8s() { ctr --address "$CONTAINERD_SOCK" --namespace "$CONTAINERD_NS" "$@"; }

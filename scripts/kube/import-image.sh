@@ -17,17 +17,10 @@ set -euo pipefail
 # shellcheck source=scripts/kube/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-case ${1:-} in
--h | --help | "")
-  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-  [ -n "${1:-}" ]
-  exit
-  ;;
-esac
+script_help "$@"
 [ $# -eq 3 ] || die "usage: scripts/kube/import-image.sh ENV_FILE LAYOUT:TAG NAME"
 env_file=$1 source=$2 name=$3
-[ -s "$env_file" ] || die "no env file $env_file (scripts/kube-up.sh prints its path)"
-env_value() { sed -n "s/^$1=//p" "$env_file" | tail -n 1; }
+use_env_file "$env_file"
 CONTAINERD_SOCK=$(env_value KUBE_CONTAINERD_ADDRESS)
 CONTAINERD_NS=$(env_value KUBE_CONTAINERD_NAMESPACE)
 if [ -z "$CONTAINERD_SOCK" ] || [ -z "$CONTAINERD_NS" ]; then

@@ -5,9 +5,11 @@
 # never sees those mounts. Started by scripts/kube-up.sh as
 #
 #   unshare --mount --propagation unchanged -- scripts/kube/in-namespace.sh \
-#     [--bind SRC DST]... [--overlay DIR STATE]... -- CMD [ARG]...
+#     [--bind SRC DST]... [--overlay DIR STATE]... [--bind-dir SRC DST]... -- CMD [ARG]...
 #
-# --bind mounts SRC over DST (a private copy of a /proc/sys file); --overlay mounts an overlay
+# --bind mounts SRC over DST (a private copy of a /proc/sys file); --bind-dir makes the
+# directory DST (inside an overlay given before it, so not on the host) and mounts the directory
+# SRC over it (the stack's etc-kubernetes over /etc/kubernetes); --overlay mounts an overlay
 # over DIR whose lower layer is DIR itself and whose upper layer is STATE/upper: the command
 # sees the host's files and its writes go to STATE, and no mount point has to be made on the
 # host. `--propagation unchanged` keeps the kubelet's root directory a shared mount, so the
@@ -30,6 +32,12 @@ while [ $# -gt 0 ]; do
   case $1 in
   --bind)
     [ $# -ge 3 ] || die "--bind needs SRC DST"
+    mount --bind "$2" "$3" || die "mount --bind $2 $3 failed"
+    shift 3
+    ;;
+  --bind-dir)
+    [ $# -ge 3 ] || die "--bind-dir needs SRC DST"
+    mkdir -p "$2" "$3" || die "mkdir $3 failed"
     mount --bind "$2" "$3" || die "mount --bind $2 $3 failed"
     shift 3
     ;;
