@@ -67,7 +67,7 @@ esac
 
 # Settings that must match for a running stack to be reused.
 stack_conf() {
-  echo "dir=$KUBE_DIR base=$KUBE_PORT_BASE version=$KUBE_VERSION bin=$KUBE_BIN conf=2"
+  echo "dir=$KUBE_DIR base=$KUBE_PORT_BASE version=$KUBE_VERSION bin=$KUBE_BIN conf=3"
 }
 
 node_ready() {

@@ -9,6 +9,7 @@ mod load_balancer;
 mod load_balancer_settings;
 mod oracle;
 mod proxy;
+mod real_kube_bootstrap;
 mod real_kube_leader;
 mod real_openstack;
 mod request_pattern;
