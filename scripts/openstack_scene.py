@@ -27,6 +27,7 @@ image_id, project_id, addresses (Nova's), fixed_ips, floating_ips, ports (Neutro
 fixed_ips); compute_host and hypervisor_hostname are null unless the cloud is admin (Nova policy).
 """
 import argparse
+import ipaddress
 import json
 import os
 import sys
@@ -265,6 +266,43 @@ class Scene:
             lambda: next(iter(self.conn.network.ports(name=name, network_id=net.id)), None),
             **attrs)
         return port_json(port)
+
+    def dual_stack_network_create(self, a):
+        """A network with an IPv4 and an IPv6 subnet, both on the stack's router (idempotent):
+        ports on it hold one address of each family, and routes through either are valid."""
+        router = self.default(a.router, 'OPENSTACK_ROUTER_ID', 'router')
+        net = self.retry(self.conn.network.find_network, a.name, ignore_missing=True)
+        if net is None:
+            net = self.conn.network.create_network(name=a.name)
+        subnets = {}
+        for version, cidr in ((4, a.cidr4), (6, a.cidr6)):
+            name = '%s-v%d' % (a.name, version)
+            sub = next(iter(self.conn.network.subnets(name=name, network_id=net.id)), None)
+            if sub is None:
+                sub = self.conn.network.create_subnet(
+                    network_id=net.id, name=name, ip_version=version, cidr=cidr,
+                    enable_dhcp=False, gateway_ip=str(ipaddress.ip_network(cidr)[1]))
+            ports = self.conn.network.ports(device_id=router, network_id=net.id)
+            if not any(ip['subnet_id'] == sub.id for p in ports for ip in p.fixed_ips):
+                self.retry(self.conn.network.add_interface_to_router, router, subnet_id=sub.id)
+            subnets['v%d' % version] = sub.id
+        return {'id': net.id, 'name': net.name, 'subnets': subnets}
+
+    def dual_stack_network_delete(self, a):
+        """Its router interfaces, its ports, then the network (missing: nothing to do)."""
+        router = self.default(a.router, 'OPENSTACK_ROUTER_ID', 'router')
+        net = self.retry(self.conn.network.find_network, a.name, ignore_missing=True)
+        if net is None:
+            return {'name': a.name, 'deleted': False}
+        for sub in self.conn.network.subnets(network_id=net.id):
+            try:
+                self.conn.network.remove_interface_from_router(router, subnet_id=sub.id)
+            except self.openstack.exceptions.NotFoundException:
+                pass
+        for port in self.conn.network.ports(network_id=net.id):
+            self.retry(self.conn.network.delete_port, port.id, ignore_missing=True)
+        self.retry(self.conn.network.delete_network, net.id, ignore_missing=True)
+        return {'name': a.name, 'deleted': True}
 
     def port_show(self, a):
         return port_json(self.conn.network.get_port(a.id))
@@ -617,6 +655,16 @@ def parse(argv):
     s.add_argument('--network', help='name or ID (OPENSTACK_INTERNAL_NETWORK)')
     s.add_argument('--fixed-ip')
     s.add_argument('--name')
+    for name, what in (('dual-stack-network-create',
+                        'a network with an IPv4 and an IPv6 subnet on the router'),
+                       ('dual-stack-network-delete',
+                        'its router interfaces, ports and the network itself')):
+        s = sub.add_parser(name, help=what)
+        s.add_argument('--name', required=True)
+        s.add_argument('--router', help='ID (OPENSTACK_ROUTER_ID)')
+        if name.endswith('create'):
+            s.add_argument('--cidr4', required=True)
+            s.add_argument('--cidr6', required=True)
     s = sub.add_parser('port-show', help='print a port (with its security groups)')
     s.add_argument('id')
     s = sub.add_parser('port-delete', help='delete a port')
@@ -689,6 +737,8 @@ def main(argv=None):
         'server-delete': scene.server_delete,
         'port-create': scene.port_create,
         'port-show': scene.port_show,
+        'dual-stack-network-create': scene.dual_stack_network_create,
+        'dual-stack-network-delete': scene.dual_stack_network_delete,
         'port-delete': scene.port_delete,
         'floating-ip-create': scene.floating_ip_create,
         'floating-ip-delete': scene.floating_ip_delete,

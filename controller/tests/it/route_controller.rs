@@ -5,8 +5,8 @@
 //! The router is shared: each test works inside a cluster CIDR of its own (10.2xx.0.0/16), so
 //! that it never removes a route it did not add, and removes what it added at the end. They
 //! run one at a time (.config/nextest.toml, group `neutron-router`): Neutron allows 30 routes
-//! per router. The stack's network has no IPv6 subnet, so dual stack is unit-tested only
-//! (controllers/route/tests.rs).
+//! per router. Dual stack runs on a network of its own with an IPv4 and an IPv6 subnet on the
+//! router (`openstack_scene.py dual-stack-network-create`), removed at the end.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -626,4 +626,90 @@ async fn real_requests_per_route_resync_at_20_nodes_of_real_servers() {
     }
     share.clean().await;
     real.delete_servers(&prefix, &servers).await;
+}
+
+/// A dual-stack network of one test on the shared router (IPv4 and IPv6 subnets, both router
+/// interfaces), removed with its ports when the test ends, on failure too.
+struct DualStackNetwork {
+    name: String,
+    script: String,
+}
+
+impl DualStackNetwork {
+    async fn create(env: &StackEnv, name: &str, cidr4: &str, cidr6: &str) -> DualStackNetwork {
+        let script = env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py").to_owned();
+        let network = DualStackNetwork { name: name.to_owned(), script };
+        let args =
+            ["dual-stack-network-create", "--name", name, "--cidr4", cidr4, "--cidr6", cidr6];
+        scene(env, &args).await;
+        network
+    }
+}
+
+impl Drop for DualStackNetwork {
+    fn drop(&mut self) {
+        let args = ["dual-stack-network-delete", "--name", &self.name];
+        let done = std::process::Command::new(&self.script).args(args).output();
+        if !done.as_ref().is_ok_and(|o| o.status.success()) {
+            eprintln!("could not delete network {}: {done:?}", self.name);
+        }
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+async fn real_dual_stack_nodes_get_a_route_and_a_pair_per_family() {
+    let env = StackEnv::load();
+    let name = format!("occm-route-dual-{}", std::process::id());
+    let network = DualStackNetwork::create(&env, &name, "10.9.0.0/24", "fd00:9::/64").await;
+    let port = scene(&env, &["port-create", "--network", &network.name, "--name", &name]).await;
+    let address = |family: &str| {
+        let ips = port["fixed_ips"].as_array().unwrap().iter();
+        let ips: Vec<&str> = ips.map(|f| f["ip_address"].as_str().unwrap()).collect();
+        let found = ips.iter().find(|ip| ip.contains(if family == "v6" { ':' } else { '.' }));
+        (*found.unwrap_or_else(|| panic!("the port has no {family} address: {ips:?}"))).to_owned()
+    };
+    let (ip4, ip6) = (address("v4"), address("v6"));
+    let metrics = Metrics::shared();
+    let cloud = connect(&env, &metrics).await;
+    let support = cloud.route_support().await.unwrap();
+    let (cluster4, cluster6) = ("10.205.0.0/16", "fd00:205::/48");
+    let shares = [Share::new(&env, &cloud, cluster4), Share::new(&env, &cloud, cluster6)];
+    for share in &shares {
+        share.clean().await;
+    }
+
+    let fake = FakeApiServer::start().await.unwrap();
+    let (pod4, pod6) = ("10.205.1.0/24", "fd00:205:0:1::/64");
+    let mut dual = node("dual", pod4, &ip4, None);
+    dual["spec"]["podCIDRs"] = json!([pod4, pod6]);
+    dual["status"]["addresses"] =
+        json!([{"type": "InternalIP", "address": ip4}, {"type": "InternalIP", "address": ip6}]);
+    fake.create("v1", "nodes", "", dual);
+    let (reader, _writer) = kube::runtime::reflector::store::<CachedNode>();
+    let settings = Settings {
+        router_id: env["OPENSTACK_ROUTER_ID"].clone(),
+        cluster: vec![cluster4.parse().unwrap(), cluster6.parse().unwrap()],
+        period: Duration::from_secs(10),
+    };
+    let ctx = RouteContext::new(fake.client(), cloud.clone(), metrics.clone(), reader, settings);
+    let mut memory = Memory::default();
+    let report = route::resync(&ctx, support, &nodes(&fake).await, &mut memory).await.unwrap();
+    assert_eq!((report.added, report.removed, report.failed), (2, 0, 0), "{report:?}");
+    // Each family's pod CIDR goes through the node's address of that family.
+    assert_eq!(shares[0].routes().await, set(&[(pod4, &ip4)]));
+    assert_eq!(shares[1].routes().await, set(&[(pod6, &ip6)]));
+    let mut held = pairs(&cloud, &ip4).await;
+    held.sort();
+    assert_eq!(held, [pod4, pod6], "one port holds both addresses, and both pod CIDRs");
+    assert_eq!(condition(&fake, "dual"), created());
+
+    fake.delete("v1", "nodes", "", "dual");
+    let report = route::resync(&ctx, support, &nodes(&fake).await, &mut memory).await.unwrap();
+    assert_eq!((report.removed, report.failed), (2, 0), "{report:?}");
+    for share in &shares {
+        assert!(share.routes().await.is_empty());
+    }
+    assert!(pairs(&cloud, &ip6).await.is_empty());
+    drop(network);
 }
