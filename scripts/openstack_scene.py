@@ -261,6 +261,8 @@ class Scene:
         attrs = {'network_id': net.id, 'name': name}
         if a.fixed_ip:
             attrs['fixed_ips'] = [{'ip_address': a.fixed_ip}]
+        if a.no_port_security:
+            attrs.update(port_security_enabled=False, security_groups=[])
         port = self.create_once(
             self.conn.network.create_port,
             lambda: next(iter(self.conn.network.ports(name=name, network_id=net.id)), None),
@@ -611,6 +613,7 @@ def port_json(p):
         'mac_address': p.mac_address,
         'status': p.status,
         'security_groups': p.security_group_ids or [],
+        'port_security_enabled': p.is_port_security_enabled,
         'fixed_ips': [{'subnet_id': f.get('subnet_id'), 'ip_address': f.get('ip_address')}
                       for f in p.fixed_ips or []],
     }
@@ -655,6 +658,8 @@ def parse(argv):
     s.add_argument('--network', help='name or ID (OPENSTACK_INTERNAL_NETWORK)')
     s.add_argument('--fixed-ip')
     s.add_argument('--name')
+    s.add_argument('--no-port-security', action='store_true',
+                   help='port security off (no security groups, no address pairs)')
     for name, what in (('dual-stack-network-create',
                         'a network with an IPv4 and an IPv6 subnet on the router'),
                        ('dual-stack-network-delete',

@@ -713,3 +713,52 @@ async fn real_dual_stack_nodes_get_a_route_and_a_pair_per_family() {
     assert!(pairs(&cloud, &ip6).await.is_empty());
     drop(network);
 }
+
+/// A port the test made, deleted when the test ends, on failure too.
+struct PortGuard {
+    id: String,
+    script: String,
+}
+
+impl Drop for PortGuard {
+    fn drop(&mut self) {
+        let done =
+            std::process::Command::new(&self.script).args(["port-delete", &self.id]).output();
+        if !done.as_ref().is_ok_and(|o| o.status.success()) {
+            eprintln!("could not delete port {}: {done:?}", self.id);
+        }
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+async fn real_port_security_off_gets_its_route_and_no_pair() {
+    // The real Neutron refuses allowed address pairs on such a port (409); the controller reads
+    // port_security_enabled and writes none, and the node is routed all the same.
+    let env = StackEnv::load();
+    let name = format!("occm-route-nosec-{}", std::process::id());
+    let args = ["port-create", "--name", name.as_str(), "--no-port-security"];
+    let port = scene(&env, &args).await;
+    let script = env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py").to_owned();
+    let guard = PortGuard { id: port["id"].as_str().unwrap().to_owned(), script };
+    assert_eq!(port["port_security_enabled"], false, "{port}");
+    let ip = port["fixed_ips"][0]["ip_address"].as_str().unwrap().to_owned();
+    let metrics = Metrics::shared();
+    let cloud = connect(&env, &metrics).await;
+    let support = cloud.route_support().await.unwrap();
+    let cluster = "10.206.0.0/16";
+    let share = Share::new(&env, &cloud, cluster);
+    share.clean().await;
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("nosec", "10.206.1.0/24", &ip, None));
+    let ctx = context(&env, &fake, cloud.clone(), metrics.clone(), cluster);
+    let mut memory = Memory::default();
+    let report = route::resync(&ctx, support, &nodes(&fake).await, &mut memory).await.unwrap();
+    assert_eq!((report.added, report.failed), (1, 0), "{report:?}");
+    assert_eq!(share.routes().await, set(&[("10.206.1.0/24", &ip)]));
+    assert!(pairs(&cloud, &ip).await.is_empty());
+    assert_eq!(network_calls(&metrics, &["port_update"]), [("port_update", 0)]);
+    assert_eq!(condition(&fake, "nosec"), created());
+    share.clean().await;
+    drop(guard);
+}
