@@ -16,7 +16,8 @@
 # CONTAINERS_STORAGE_CONF and CONTAINERS_CONF point at configs written there), never in
 # /var/lib/containers or /run/containers; the containers' open-files and processes limits are
 # set lower than podman's defaults for root (raising them needs CAP_SYS_RESOURCE, which this VM
-# lacks). All of it runs in a mount namespace of its own where /etc, /run, /var/lib and
+# lacks); the cgroups podman makes for conmon (/libpod_parent) are removed again when this run
+# made them. All of it runs in a mount namespace of its own where /etc, /run, /var/lib and
 # /var/tmp are overlays whose upper layers are under $KUBE_DIR/host-bootkube (what skopeo's and
 # podman's caches write there stays ours) and $KUBE_ETC_KUBERNETES is mounted over
 # /etc/kubernetes: the stage writes exactly where a bootstrap node's stage writes, and the
@@ -91,6 +92,21 @@ rm -f "$p/tmp/image.tar"
 skopeo copy --quiet "oci:$source" "docker-archive:$p/tmp/image.tar:$name"
 podman load --quiet --input "$p/tmp/image.tar" >&2
 rm -f "$p/tmp/image.tar"
+
+# podman (cgroupfs) puts conmon in /libpod_parent/conmon of every hierarchy, and no setting
+# moves it (runc cannot run without cgroups; crun refuses this machine's hybrid cgroups): when
+# this run made them, they go again when it ends (rmdir: only if empty).
+made_cgroups=()
+for h in $(cgroup_hierarchies); do
+  [ -d "$h/libpod_parent" ] || made_cgroups+=("$h/libpod_parent")
+done
+remove_cgroups() {
+  local c
+  for c in "${made_cgroups[@]}"; do
+    rmdir "$c/conmon" "$c" 2>/dev/null || true
+  done
+}
+trap remove_cgroups EXIT
 
 # ------------------------------------------------------------ the stage, as bootkube.sh runs it
 record_service_stage_start() { echo "bootkube: stage $1 started"; }
