@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
+use futures::stream::{self, StreamExt as _};
 use ipnet::IpNet;
 
 use super::Failure;
@@ -14,6 +15,9 @@ use super::reason;
 use super::write::{ATTEMPTS, Class, WriteError};
 use crate::cloud::routes::{AddressPair, ExtraRoute, PairPort, Routes, Support, Written};
 use crate::cloud::session::chain;
+
+/// Port writes in flight at once (each port is written whole, under its own revision).
+const PORT_WRITES: usize = 8;
 
 /// What the check of one node's pairs found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +75,7 @@ pub(crate) async fn ensure<R: Routes>(
         verify.iter().flat_map(|i| plan[*i].hops.iter().map(|h| h.nexthop.to_string())).collect();
     addresses.sort();
     addresses.dedup();
-    let mut ports = match cloud.ports_with_addresses(&addresses).await {
+    let ports = match cloud.ports_with_addresses(&addresses).await {
         Ok(ports) => ports,
         Err(error) => {
             let message = format!("cannot list the nodes' ports: {}", chain(&error));
@@ -96,24 +100,34 @@ pub(crate) async fn ensure<R: Routes>(
             }
         }
     }
-    for (p, wanted) in needs {
+    // Each port is its own write (a pair list is per port): a few at a time, so that the first
+    // resync of a large cluster is not one port after another.
+    let writes = needs.into_iter().filter_map(|(p, wanted)| {
         let have: HashSet<IpNet> =
             ports[p].allowed_address_pairs.iter().filter_map(pair_net).collect();
         let missing: Vec<IpNet> =
             wanted.iter().map(|(_, net)| *net).filter(|n| !have.contains(n)).collect();
-        if missing.is_empty() {
-            continue;
-        }
-        let result = write(cloud, support, &mut ports[p], |pairs| {
-            let present: HashSet<IpNet> = pairs.iter().filter_map(pair_net).collect();
-            let add = missing.iter().filter(|n| !present.contains(n));
-            let add: Vec<AddressPair> =
-                add.map(|n| AddressPair { ip_address: n.to_string(), mac_address: None }).collect();
-            pairs.extend(add);
+        (!missing.is_empty()).then(|| (ports[p].clone(), wanted, missing))
+    });
+    let writes: Vec<_> = writes.collect();
+    let results: Vec<_> = stream::iter(writes)
+        .map(|(mut port, wanted, missing)| async move {
+            let result = write(cloud, support, &mut port, |pairs| {
+                let present: HashSet<IpNet> = pairs.iter().filter_map(pair_net).collect();
+                let add = missing.iter().filter(|n| !present.contains(n));
+                let add: Vec<AddressPair> = add
+                    .map(|n| AddressPair { ip_address: n.to_string(), mac_address: None })
+                    .collect();
+                pairs.extend(add);
+            })
+            .await;
+            (port.id, wanted, result)
         })
+        .buffered(PORT_WRITES)
+        .collect()
         .await;
+    for (id, wanted, result) in results {
         if let Err(error) = result {
-            let id = &ports[p].id;
             let message = format!("allowed address pair on port {id}: {}", error.message());
             let checked = match error.class() {
                 Class::Transient => Checked::Unknown(message),
@@ -167,7 +181,7 @@ pub(crate) async fn clean<R: Routes>(
     let mut addresses: Vec<String> = hops.iter().map(|(_, h)| h.nexthop.to_string()).collect();
     addresses.sort();
     addresses.dedup();
-    let mut ports = match cloud.ports_with_addresses(&addresses).await {
+    let ports = match cloud.ports_with_addresses(&addresses).await {
         Ok(ports) => ports,
         Err(error) => {
             tracing::warn!(error = %chain(&error), "cannot list the ports of stale routes; they stay until the next resync");
@@ -175,31 +189,41 @@ pub(crate) async fn clean<R: Routes>(
         }
     };
     let wanted: HashSet<Hop> = plan.iter().flat_map(|n| n.hops.iter().copied()).collect();
-    let mut kept: HashSet<&ExtraRoute> = HashSet::new();
-    for port in ports.iter_mut().filter(|p| wants_pairs(p)) {
+    let writes = ports.iter().filter(|p| wants_pairs(p)).filter_map(|port| {
         let fixed: HashSet<IpAddr> =
             port.fixed_ips.iter().filter_map(|f| f.ip_address.parse().ok()).collect();
         // A destination leaves this port only when no live route through it still needs it.
         let still = |net: &IpNet| {
             wanted.iter().any(|w| w.destination == *net && fixed.contains(&w.nexthop))
         };
-        let mine: Vec<&(&ExtraRoute, Hop)> = hops
+        let mine: Vec<ExtraRoute> = hops
             .iter()
             .filter(|(_, h)| fixed.contains(&h.nexthop) && !still(&h.destination))
+            .map(|(r, _)| (*r).clone())
             .collect();
-        let gone: HashSet<IpNet> = mine.iter().map(|(_, h)| h.destination).collect();
+        let gone: HashSet<IpNet> =
+            hops.iter().filter(|(r, _)| mine.contains(*r)).map(|(_, h)| h.destination).collect();
         let present =
             port.allowed_address_pairs.iter().filter_map(pair_net).any(|n| gone.contains(&n));
-        if !present {
-            continue;
-        }
-        let result = write(cloud, support, port, |pairs| {
-            pairs.retain(|pair| pair_net(pair).is_none_or(|n| !gone.contains(&n)));
+        present.then(|| (port.clone(), mine, gone))
+    });
+    let writes: Vec<_> = writes.collect();
+    let results: Vec<_> = stream::iter(writes)
+        .map(|(mut port, mine, gone)| async move {
+            let result = write(cloud, support, &mut port, |pairs| {
+                pairs.retain(|pair| pair_net(pair).is_none_or(|n| !gone.contains(&n)));
+            })
+            .await;
+            (port.id, mine, result)
         })
+        .buffered(PORT_WRITES)
+        .collect()
         .await;
+    let mut kept: HashSet<ExtraRoute> = HashSet::new();
+    for (id, mine, result) in results {
         if let Err(error) = result {
-            tracing::warn!(port = %port.id, error = %error.message(), "cannot remove allowed address pairs; the stale routes stay until the next resync");
-            kept.extend(mine.iter().map(|(r, _)| *r));
+            tracing::warn!(port = %id, error = %error.message(), "cannot remove allowed address pairs; the stale routes stay until the next resync");
+            kept.extend(mine);
         }
     }
     stale.iter().filter(|r| !kept.contains(r)).cloned().collect()
