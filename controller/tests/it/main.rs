@@ -11,6 +11,7 @@ mod oracle;
 mod proxy;
 mod real_kube_bootstrap;
 mod real_kube_leader;
+mod real_kube_nodes;
 mod real_openstack;
 mod request_pattern;
 mod route_controller;
