@@ -81,6 +81,7 @@ impl Asset for CcmAsset {
             platform: row.name,
             in_cluster_secret: spec.secret.map(|s| s.name),
             reads_credentials_secret: spec.reads_credentials_secret,
+            own_ccm: spec.binary == super::provider::Binary::OwnImage,
         };
         for (name, object) in rbac::objects(&names) {
             output =

@@ -19,6 +19,9 @@ pub(super) struct Names<'a> {
     pub(super) in_cluster_secret: Option<&'a str>,
     /// Whether the in-cluster CCM also reads the `kube-system` Secret through the API.
     pub(super) reads_credentials_secret: bool,
+    /// Whether the CCM is our own (the image's binary): it gets exactly the grants it uses,
+    /// which the real-cluster RBAC test measures (controller/tests/it/real_kube_rbac.rs).
+    pub(super) own_ccm: bool,
 }
 
 const SA: &str = "cloud-controller-manager";
@@ -77,9 +80,42 @@ pub(super) fn main_lease_rules() -> Vec<Value> {
     lease_rules(&["get", "patch", "update"], SA)
 }
 
+/// The ClusterRole's rules for an upstream CCM (client-go: core Events, updates as well as
+/// patches).
+fn upstream_cluster_rules() -> Value {
+    json!([
+        {"apiGroups": [""], "resources": ["nodes"],
+         "verbs": ["delete", "get", "list", "patch", "update", "watch"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
+        // The service controller: load balancers for type LoadBalancer Services,
+        // with their finalizer and status.
+        {"apiGroups": [""], "resources": ["services"],
+         "verbs": ["get", "list", "patch", "update", "watch"]},
+        {"apiGroups": [""], "resources": ["services/status"], "verbs": ["patch", "update"]},
+        {"apiGroups": ["", "events.k8s.io"], "resources": ["events"],
+         "verbs": ["create", "patch", "update"]},
+    ])
+}
+
+/// The ClusterRole's rules for our own CCM: what it asks, measured against the real API
+/// server. It watches Nodes and Services (list + watch), writes them by merge patch only
+/// (never get, never update), deletes the Node of a server gone, and writes `events.k8s.io`
+/// Events (kube-rs's recorder creates one, then patches it when the same one recurs).
+fn own_cluster_rules() -> Value {
+    json!([
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["delete", "list", "patch", "watch"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "patch", "watch"]},
+        {"apiGroups": [""], "resources": ["services/status"], "verbs": ["patch"]},
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+    ])
+}
+
 /// The objects, each with its file name under `manifests/ccm/`, in apply order.
 pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
-    let Names { app, secret, platform, in_cluster_secret, reads_credentials_secret } = *names;
+    let Names { app, secret, platform, in_cluster_secret, reads_credentials_secret, own_ccm } =
+        *names;
+    let cluster_rules = if own_ccm { own_cluster_rules() } else { upstream_cluster_rules() };
     let mut out = vec![
         (
             "00-namespace.yaml".to_owned(),
@@ -107,33 +143,16 @@ pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
                 "metadata": {"name": SA, "namespace": NAMESPACE},
             }),
         ),
-        (
-            "02-clusterrole.yaml".to_owned(),
-            role(
-                "ClusterRole",
-                app,
-                None,
-                json!([
-                    {"apiGroups": [""], "resources": ["nodes"],
-                     "verbs": ["delete", "get", "list", "patch", "update", "watch"]},
-                    {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
-                    // The service controller: load balancers for type LoadBalancer Services,
-                    // with their finalizer and status.
-                    {"apiGroups": [""], "resources": ["services"],
-                     "verbs": ["get", "list", "patch", "update", "watch"]},
-                    {"apiGroups": [""], "resources": ["services/status"], "verbs": ["patch", "update"]},
-                    {"apiGroups": ["", "events.k8s.io"], "resources": ["events"],
-                     "verbs": ["create", "patch", "update"]},
-                ]),
-            ),
-        ),
+        ("02-clusterrole.yaml".to_owned(), role("ClusterRole", app, None, cluster_rules)),
         (
             "03-clusterrolebinding.yaml".to_owned(),
             binding("ClusterRoleBinding", app, None, json!([service_account(), user()])),
         ),
     ];
-    let mut rules = main_lease_rules();
-    if let Some(name) = in_cluster_secret {
+    // Our CCM's elector reads, creates and replaces its Lease (never patches it); it reads
+    // its credentials from the mounted Secret's file only (the kubelet mounts it).
+    let mut rules = if own_ccm { lease_rules(&["get", "update"], SA) } else { main_lease_rules() };
+    if let Some(name) = in_cluster_secret.filter(|_| !own_ccm) {
         rules.push(json!({"apiGroups": [""], "resourceNames": [name],
                           "resources": ["secrets"], "verbs": ["get"]}));
     }
