@@ -198,9 +198,7 @@ mod tests {
         assert_eq!(refusal.status(), 503);
         let text = refusal.text().await.unwrap();
         assert!(
-            text.starts_with(
-                "kubernetes: forbidden: cannot update coordination.k8s.io/leases in namespace ns:"
-            ),
+            text.starts_with("kubernetes: forbidden: cannot update coordination.k8s.io/leases:"),
             "{text}"
         );
         update(axum::http::StatusCode::OK);

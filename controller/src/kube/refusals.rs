@@ -22,18 +22,13 @@ pub(crate) struct Access {
     /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`.
     pub(crate) verb: &'static str,
     /// `[group/]resource[/subresource]`: `nodes`, `nodes/status`, `coordination.k8s.io/leases`.
+    /// (Not the namespace: a refusal is said once, whichever namespaces it happens in.)
     pub(crate) resource: String,
-    /// The namespace, for namespaced resources.
-    pub(crate) namespace: Option<String>,
 }
 
 impl std::fmt::Display for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.verb, self.resource)?;
-        if let Some(ns) = &self.namespace {
-            write!(f, " in namespace {ns}")?;
-        }
-        Ok(())
+        write!(f, "{} {}", self.verb, self.resource)
     }
 }
 
@@ -47,9 +42,9 @@ impl Access {
             ["apis", group, _version, rest @ ..] => (*group, rest),
             _ => return None,
         };
-        let (namespace, rest) = match rest {
-            ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some((*ns).to_owned()), rest),
-            _ => (None, rest),
+        let rest = match rest {
+            ["namespaces", _, rest @ ..] if !rest.is_empty() => rest,
+            _ => rest,
         };
         let (resource, named, sub) = match rest {
             [resource] => (*resource, false, None),
@@ -75,7 +70,7 @@ impl Access {
         if let Some(sub) = sub {
             name = format!("{name}/{sub}");
         }
-        Some(Access { verb, resource: name, namespace })
+        Some(Access { verb, resource: name })
     }
 }
 
@@ -193,15 +188,15 @@ mod tests {
                 "/apis/coordination.k8s.io/v1/namespaces/ns/leases/cloud-controller-manager"
             )
             .unwrap(),
-            "update coordination.k8s.io/leases in namespace ns"
+            "update coordination.k8s.io/leases"
         );
         assert_eq!(
             access(Method::POST, "/apis/events.k8s.io/v1/namespaces/default/events").unwrap(),
-            "create events.k8s.io/events in namespace default"
+            "create events.k8s.io/events"
         );
         assert_eq!(
             access(Method::PUT, "/api/v1/namespaces/a/services/s/status").unwrap(),
-            "update services/status in namespace a"
+            "update services/status"
         );
         assert_eq!(access(Method::GET, "/version"), None);
     }

@@ -16,7 +16,7 @@ use testkit::stack::StackEnv;
 use crate::support::{Process, free_port, scene};
 
 /// Runs the generator (online: it asks the real cloud) into `dir` for `cloud`, as the CLI would.
-fn generate(dir: &Path, env: &StackEnv, cloud: &str) {
+pub(crate) fn generate(dir: &Path, env: &StackEnv, cloud: &str) {
     let config = testkit::install_config::openstack(cloud, &env["OPENSTACK_EXTERNAL_NETWORK"]);
     testkit::install_config::write(dir, &config);
     let clouds = env["OPENSTACK_CLOUDS_YAML"].clone();

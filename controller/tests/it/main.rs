@@ -4,6 +4,7 @@
 mod binary;
 mod downgrade;
 mod end_to_end;
+mod in_cluster;
 mod leader_migration;
 mod load_balancer;
 mod load_balancer_settings;
@@ -12,6 +13,7 @@ mod proxy;
 mod real_kube_bootstrap;
 mod real_kube_leader;
 mod real_kube_nodes;
+mod real_kube_rbac;
 mod real_openstack;
 mod request_pattern;
 mod route_controller;
