@@ -17,6 +17,14 @@ Creates, stops, starts and deletes servers, ports and floating IPs through the r
   openstack_scene.py made-lb-create --by upstream|upstream-untagged|in-tree --namespace NS
                      --service NAME [--cluster C] [--uid UID] [--port PORT:NODEPORT]...
                      [--member IP]... [--floating-ip] [--security-group [--member-port ID]...]
+  openstack_scene.py sweep [--ledger FILE] [--match TOKEN]... [--routes-in CIDR]...
+
+With $CCM_SCENE_LEDGER set, every object a command creates is recorded there; `sweep` deletes
+what a ledger records and what carries a token (as a word of its name, description or a tag:
+a test's cluster name is in everything its CCM makes), load balancers first (cascade), then
+floating IPs, servers, ports (and router routes through them or inside a --routes-in CIDR),
+security groups, networks,
+regions and RBAC policies, and prints what it deleted.
 
 The cloud is --cloud, else $OS_CLOUD, else the env file's OPENSTACK_CLOUD_PASSWORD; clouds.yaml
 is $OS_CLIENT_CONFIG_FILE, else the env file's. The env file (--env, else $CCM_OPENSTACK_ENV,
@@ -36,6 +44,11 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'openstack'))
 import envfile  # noqa: E402  (scripts/openstack/envfile.py)
+import leftovers  # noqa: E402  (scripts/openstack/leftovers.py)
+
+# The ledger of a test's guard (testkit's `Sweep`): every object a command creates is appended
+# to it (one JSON line), and `sweep --ledger` deletes what is still there.
+LEDGER = 'CCM_SCENE_LEDGER'
 
 
 class NotFound(Exception):
@@ -89,6 +102,12 @@ class Scene:
             print('openstack_scene: %s; retrying once' % e, file=sys.stderr)
             time.sleep(1)
             return fn(*args, **kwargs)
+
+    def record(self, kind, obj_id, name=''):
+        ledger = os.environ.get(LEDGER)
+        if ledger:
+            with open(ledger, 'a') as f:
+                f.write(json.dumps({'kind': kind, 'id': obj_id, 'name': name}) + '\n')
 
     def create_once(self, create, find, **attrs):
         try:
@@ -219,6 +238,7 @@ class Scene:
             server = self.create_once(
                 self.conn.compute.create_server,
                 lambda: next(iter(self.conn.compute.servers(name='^%s$' % a.name)), None), **attrs)
+            self.record('server', server.id, a.name)
             if not a.wait_active:
                 break
             try:
@@ -267,6 +287,7 @@ class Scene:
             self.conn.network.create_port,
             lambda: next(iter(self.conn.network.ports(name=name, network_id=net.id)), None),
             **attrs)
+        self.record('port', port.id, name)
         return port_json(port)
 
     def dual_stack_network_create(self, a):
@@ -276,6 +297,7 @@ class Scene:
         net = self.retry(self.conn.network.find_network, a.name, ignore_missing=True)
         if net is None:
             net = self.conn.network.create_network(name=a.name)
+            self.record('network', net.id, a.name)
         subnets = {}
         for version, cidr in ((4, a.cidr4), (6, a.cidr6)):
             name = '%s-v%d' % (a.name, version)
@@ -320,6 +342,7 @@ class Scene:
             self.conn.network.create_ip,
             lambda: next(iter(self.conn.network.ips(port_id=a.port)), None) if a.port else None,
             floating_network_id=net.id, port_id=a.port)
+        self.record('floating-ip', fip.id, fip.floating_ip_address)
         if a.wait_server:
             # nova learns of it through neutron's network-changed event (seconds), else its heal
             deadline = time.time() + self.timeout
@@ -360,6 +383,7 @@ class Scene:
         subnet = self.default(None, 'OPENSTACK_INTERNAL_SUBNET_ID', 'internal subnet')
         lbapi = self.conn.load_balancer
         lb = lbapi.create_load_balancer(name=a.name, vip_subnet_id=subnet)
+        self.record('loadbalancer', lb.id, a.name)
         deadline = time.time() + self.timeout
         while lb.provisioning_status != 'ACTIVE':
             if lb.provisioning_status == 'ERROR' or time.time() > deadline:
@@ -401,6 +425,7 @@ class Scene:
         tags = [name] if a.by == 'upstream' else []
         lb = lbapi.create_load_balancer(name=name, description=description, tags=tags,
                                         vip_subnet_id=subnet)
+        self.record('loadbalancer', lb.id, name)
         lb = self.wait_lb_active(lb.id)
         listeners = []
         for i, spec in enumerate(a.port):
@@ -433,6 +458,7 @@ class Scene:
                 attrs['description'] = ('Floating IP for Kubernetes external service %s/%s '
                                         'from cluster %s' % (ns, svc, cluster))
             fip = self.conn.network.create_ip(**attrs)
+            self.record('floating-ip', fip.id, fip.floating_ip_address)
             out['floating_ip'] = fip_json(fip)
         if a.security_group:
             out.update(self.made_security_group(a, lb, subnet))
@@ -449,6 +475,7 @@ class Scene:
             name='lb-sg-%s-%s-%s' % (a.uid, a.namespace, a.service),
             description='Security Group for %s/%s Service LoadBalancer in cluster %s' % (
                 a.namespace, a.service, a.cluster))
+        self.record('security-group', group.id, group.name)
         ports = [tuple(int(x) for x in spec.split(':')) for spec in a.port]
 
         def rule(group_id, port, **kw):
@@ -474,6 +501,7 @@ class Scene:
             add_group(lb.vip_port_id, group.id, self.admin().network)
             nodes = net.create_security_group(name='k8s-nodes-%s' % a.uid[:8],
                                               description='the nodes of a test cluster')
+            self.record('security-group', nodes.id, nodes.name)
             for _, node_port in ports:
                 rule(nodes.id, node_port, remote_group_id=group.id)
             for port_id in a.member_port or []:
@@ -527,6 +555,7 @@ class Scene:
         policy = self.admin().network.create_rbac_policy(
             object_type='network', object_id=net.id, action='access_as_shared',
             target_project_id=project)
+        self.record('rbac-policy', policy.id)
         return {'id': policy.id, 'network_id': net.id, 'project_id': project}
 
     def rbac_delete(self, a):
@@ -541,6 +570,7 @@ class Scene:
         source = self.default(None, 'OPENSTACK_REGION', 'region')
         if not any(r.id == a.name for r in idn.regions()):
             idn.create_region(id=a.name, description='a test region (openstack_scene.py)')
+            self.record('region', a.name, a.name)
         have = {(e.service_id, e.interface) for e in idn.endpoints(region_id=a.name)}
         fronts = {s.id: a.load_balancer for s in idn.services(type='load-balancer')}
         if a.network:
@@ -558,6 +588,85 @@ class Scene:
             idn.delete_endpoint(e)
         idn.delete_region(a.name, ignore_missing=True)
         return {'region': a.name, 'deleted': True}
+
+    def sweep(self, a):
+        """Deletes what the ledger records and what carries one of the tokens (see the module's
+        help), in dependency order; prints {deleted: [...], failed: [...]}."""
+        recorded = set()
+        if a.ledger and os.path.exists(a.ledger):
+            with open(a.ledger) as f:
+                recorded = {(e['kind'], e['id']) for e in map(json.loads, f) if e}
+        tokens = [t for t in a.match if t]
+        if any(len(t) < 4 for t in tokens):
+            fail('a token shorter than 4 characters would match too much: %r' % tokens)
+        everything = leftovers.inventory(self.conn, self.admin())
+        targets = [o for o in everything if o['kind'] in leftovers.ORDER and (
+            (o['kind'], o['id']) in recorded or leftovers.carries(o, tokens))]
+        # Being deleted already: not left behind.
+        targets = [o for o in targets if o.get('status') not in ('PENDING_DELETE', 'DELETED')]
+        # The router routes through a swept server's or port's addresses go first.
+        swept = {o['id'] for o in targets}
+        hops = {ip for o in everything if o['kind'] == 'port'
+                and (o['id'] in swept or o['device'] in swept) for ip in o['ips']}
+        cidrs = [ipaddress.ip_network(c, strict=False) for c in a.routes_in]
+        targets += [o for o in everything if o['kind'] == 'router-route' and (
+            o['name'].split(' via ')[1] in hops or within(o['name'].split(' via ')[0], cidrs))]
+        done, failed = [], []
+        for kind in ['router-route'] + leftovers.ORDER:
+            for o in (o for o in targets if o['kind'] == kind):
+                try:
+                    self.sweep_one(o)
+                    done.append(leftovers.describe(o))
+                except self.openstack.exceptions.NotFoundException:
+                    pass
+                except (self.openstack.exceptions.SDKException, SystemExit) as e:
+                    failed.append('%s: %s' % (leftovers.describe(o), e))
+        return {'deleted': done, 'failed': failed}
+
+    def sweep_one(self, o):
+        net, kind, oid = self.conn.network, o['kind'], o['id']
+        gone = self.openstack.exceptions.NotFoundException
+        if kind == 'router-route':
+            router, route = o['router'], o['name'].split(' via ')
+            net.remove_extra_routes_from_router(
+                router, body={'router': {'routes': [{'destination': route[0],
+                                                     'nexthop': route[1]}]}})
+        elif kind == 'loadbalancer':
+            lbapi = self.conn.load_balancer
+            lbapi.delete_load_balancer(oid, cascade=True, ignore_missing=False)
+            if not leftovers.wait_gone(lbapi.get_load_balancer, oid, self.timeout, gone):
+                fail('load balancer %s still there after %ss' % (oid, self.timeout))
+        elif kind == 'floating-ip':
+            self.retry(net.delete_ip, oid, ignore_missing=False)
+        elif kind == 'server':
+            self.retry(self.conn.compute.delete_server, oid, ignore_missing=False)
+            self.delete_until_gone(oid)
+        elif kind == 'port':
+            self.retry(net.delete_port, oid, ignore_missing=False)
+        elif kind == 'security-group':
+            try:
+                self.retry(net.delete_security_group, oid, ignore_missing=False)
+            except self.openstack.exceptions.ConflictException:
+                # Still on a port the test did not make: taken off it, then deleted.
+                for port in net.ports():
+                    if oid in (port.security_group_ids or []):
+                        net.update_port(port, security_groups=[
+                            g for g in port.security_group_ids if g != oid])
+                self.retry(net.delete_security_group, oid, ignore_missing=False)
+        elif kind == 'network':
+            for sub in net.subnets(network_id=oid):
+                for router in net.routers():
+                    try:
+                        net.remove_interface_from_router(router, subnet_id=sub.id)
+                    except (gone, self.openstack.exceptions.BadRequestException):
+                        pass
+            for port in net.ports(network_id=oid):
+                self.retry(net.delete_port, port.id, ignore_missing=True)
+            self.retry(net.delete_network, oid, ignore_missing=False)
+        elif kind == 'region':
+            self.region_delete(argparse.Namespace(name=oid))
+        elif kind == 'rbac-policy':
+            self.admin().network.delete_rbac_policy(oid, ignore_missing=False)
 
     def loadbalancer_delete(self, a):
         self.conn.load_balancer.delete_load_balancer(a.id, cascade=True, ignore_missing=False)
@@ -602,6 +711,11 @@ class Scene:
                           for x in pools],
             })
         return out
+
+
+def within(destination, cidrs):
+    net = ipaddress.ip_network(destination, strict=False)
+    return any(net.version == c.version and net.subnet_of(c) for c in cidrs)
 
 
 def port_json(p):
@@ -727,6 +841,12 @@ def parse(argv):
     s.add_argument('--name', required=True)
     s = sub.add_parser('loadbalancer-list', help='Octavia load balancers with their trees')
     s.add_argument('--name', help='exact name')
+    s = sub.add_parser('sweep', help='delete what a ledger records or a token marks')
+    s.add_argument('--ledger', help='the ledger file ($CCM_SCENE_LEDGER of the test)')
+    s.add_argument('--match', action='append', default=[], metavar='TOKEN',
+                   help='delete what carries TOKEN as a word of its name, description or tags')
+    s.add_argument('--routes-in', action='append', default=[], metavar='CIDR',
+                   help="remove the router's extra routes to destinations inside CIDR")
     return p.parse_args(argv)
 
 
@@ -760,6 +880,7 @@ def main(argv=None):
         'rbac-delete': scene.rbac_delete,
         'region-create': scene.region_create,
         'region-delete': scene.region_delete,
+        'sweep': scene.sweep,
     }
     try:
         result = commands[a.cmd](a)

@@ -35,6 +35,7 @@ use fake_kube_apiserver::FakeApiServer;
 use serde_json::{Value, json};
 use testkit::kube::{NodeFixture, kubeconfig, load_balancer_service};
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 
 use ops::Counter;
 use real::Real;
@@ -80,7 +81,11 @@ fn in_tree_service(fake: &FakeApiServer, i: usize) {
     for n in 0..NODES {
         args.extend(["--member".to_owned(), format!("10.0.1.{n}")]);
     }
-    let out = Command::new(&scene).args(&args).output().expect("run openstack_scene.py");
+    let mut command = Command::new(&scene);
+    if let Some(ledger) = testkit::sweep::ledger() {
+        command.env(testkit::sweep::LEDGER, ledger);
+    }
+    let out = command.args(&args).output().expect("run openstack_scene.py");
     assert!(out.status.success(), "openstack_scene.py: {}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -238,6 +243,9 @@ async fn run() {
     let services = env_number("CCM_BENCH_SERVICES", 50);
     let adopted = env_number("CCM_BENCH_ADOPTED", 3);
     let concurrency = env_number("CCM_BENCH_LB_CONCURRENCY", 1);
+    // What the run made (the adopted load balancers, what the controller made for the cluster)
+    // is deleted when it ends, after a panic too.
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     assert!(env.get("OPENSTACK_LOADBALANCER_URL").is_some(), "the stack runs no Octavia");
     let subnet = env["OPENSTACK_INTERNAL_SUBNET_ID"].to_owned();
@@ -255,6 +263,7 @@ async fn run() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let cluster = format!("lbbench{}", std::process::id());
+    testkit::sweep::watch(&cluster);
     let flags = |resync: &str| {
         vec![
             format!("--cluster-name={cluster}"),

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use testkit::cluster::Cluster;
 use testkit::kube::load_balancer_service;
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 
 use crate::load_balancer::{delete_service, ingress_ip, lb_list, node, start_with, until};
 use crate::support::{BIN, scene};
@@ -44,6 +45,7 @@ fn line<'a>(lines: &'a [String], service: &str) -> &'a str {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn load_balancers_go_to_the_in_tree_names_and_back_with_their_ids_and_addresses() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("down-a", "10.0.0.191"));

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use testkit::kube::{NodeFixture, UNINITIALIZED_TAINT, kubeconfig};
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 
 use crate::support::{Process, free_port, scene};
 
@@ -35,6 +36,7 @@ fn yaml(path: &Path) -> Value {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     bootstrap_initializes_a_node(&env, &env["OPENSTACK_CLOUD_APPCRED"], "gen").await;
 }
@@ -45,6 +47,7 @@ async fn generated_bootstrap_manifests_start_a_ccm_that_initializes_a_real_node(
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn generated_bootstrap_manifests_reach_openstack_over_tls_with_the_generated_ca() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     bootstrap_initializes_a_node(&env, &env["OPENSTACK_CLOUD_TLS"], "tls").await;
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use fake_kube_apiserver::FakeApiServer;
 use serde_json::{Value, json};
 use testkit::kube::NodeFixture;
+use testkit::sweep::Sweep;
 
 use crate::replay::{self, Replay};
 use crate::support::{BIN, https, requests, start_ccm};
@@ -161,6 +162,7 @@ async fn a_controller_the_file_gives_to_the_other_component_never_runs_here() {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn the_service_controller_moves_with_the_migration_lease_and_back() {
+    let _sweep = Sweep::start();
     use testkit::cluster::Cluster;
     use testkit::kube::load_balancer_service;
     use testkit::stack::StackEnv;
@@ -172,6 +174,7 @@ async fn the_service_controller_moves_with_the_migration_lease_and_back() {
     fake.create("v1", "services", "shop", load_balancer_service("shop", "moved", &[(80, 30201)]));
     fake.create("coordination.k8s.io/v1", "leases", "kube-system", lease(OLD_MANAGER, 3600));
     let cluster = format!("mig{}", std::process::id());
+    testkit::sweep::watch(&cluster); // what its CCM makes carries the cluster name
     let conf = format!(
         "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {}\n\n[LoadBalancer]\nsubnet-id = \
          {}\n",

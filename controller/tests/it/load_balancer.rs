@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use testkit::cluster::Cluster;
 use testkit::kube::{NodeFixture, is_tainted, load_balancer_service};
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 
 use crate::proxy::OctaviaFront;
 use crate::support::{Process, requests, scene, start_ccm};
@@ -94,6 +95,7 @@ pub(crate) fn start_with_flags(
         env["OPENSTACK_CLOUDS_YAML"]
     );
     let cluster_flag = format!("--cluster-name={cluster}");
+    testkit::sweep::watch(&cluster); // what its CCM makes carries the cluster name
     let mut flags = vec!["--controllers=service", &cluster_flag, "--leader-elect=false"];
     flags.extend(extra);
     let (process, port, dir) = start_ccm(&fake.url(), &conf, &flags);
@@ -135,6 +137,7 @@ pub(crate) fn reasons(fake: &Cluster) -> Vec<String> {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     // The first node's address is a real port: with no subnet-id configured the VIP subnet is
     // taken from it, as upstream does.
@@ -190,6 +193,7 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn ports_source_ranges_and_node_readiness_are_followed() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("rn-a", "10.0.0.61"));
@@ -250,6 +254,7 @@ async fn ports_source_ranges_and_node_readiness_are_followed() {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("hand-a", "10.0.0.71"));
@@ -300,6 +305,7 @@ async fn a_load_balancer_made_by_hand_with_the_services_name_is_never_touched() 
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn without_octavia_in_the_catalog_the_service_controller_warns_once_and_stays_off() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     // A real server for the node controller, which must keep working.
     let name = format!("occm-nolb-{}", std::process::id());
@@ -335,6 +341,7 @@ async fn without_octavia_in_the_catalog_the_service_controller_warns_once_and_st
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_service_deleted_while_its_load_balancer_is_being_created_leaves_nothing() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("early-a", "10.0.0.91"));
@@ -354,6 +361,7 @@ async fn a_service_deleted_while_its_load_balancer_is_being_created_leaves_nothi
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_floating_ip_is_allocated_then_released_and_a_users_one_is_kept() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("fip-a", "10.0.0.95"));
@@ -412,6 +420,7 @@ async fn a_floating_ip_is_allocated_then_released_and_a_users_one_is_kept() {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn services_share_a_load_balancer_up_to_max_shared_lb_and_it_goes_with_the_last() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("share-a", "10.0.0.97"));
@@ -500,6 +509,7 @@ async fn port_groups(env: &StackEnv, id: &str) -> Vec<String> {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn manage_security_groups_guards_the_members_ports_and_leaves_nothing_behind() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let (a, b) = ("10.0.0.111", "10.0.0.112");
     let port_a = scene(&env, &["port-create", "--fixed-ip", a]).await;
@@ -592,6 +602,7 @@ async fn manage_security_groups_guards_the_members_ports_and_leaves_nothing_behi
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn octavia_gone_mid_reconcile_and_back_converges_without_a_duplicate() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     // A region of its own whose catalog sends Octavia calls through the front.
     let front = OctaviaFront::start(env["OPENSTACK_LOADBALANCER_URL"].to_owned()).await;
@@ -601,6 +612,7 @@ async fn octavia_gone_mid_reconcile_and_back_converges_without_a_duplicate() {
     fake.create("v1", "nodes", "", node("flaky-a", "10.0.0.121"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "flaky", &[(80, 30095)]));
     let cluster = format!("flaky{}", std::process::id());
+    testkit::sweep::watch(&cluster); // what its CCM makes carries the cluster name
     let conf = format!(
         "[Global]\nauth-url = {}\napplication-credential-id = {}\napplication-credential-secret = \
          {}\nregion = {region}\n\n[LoadBalancer]\nsubnet-id = {}\n",
@@ -634,6 +646,7 @@ async fn octavia_gone_mid_reconcile_and_back_converges_without_a_duplicate() {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn an_unchanged_service_costs_one_read_per_resync_and_a_hand_edit_is_still_undone() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("rs-a", "10.0.0.131"));
@@ -674,6 +687,7 @@ async fn an_unchanged_service_costs_one_read_per_resync_and_a_hand_edit_is_still
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_floating_subnet_pattern_picks_the_subnet_or_says_that_none_matches() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("fsub-a", "10.0.0.141"));

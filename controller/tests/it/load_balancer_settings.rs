@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use testkit::cluster::Cluster;
 use testkit::kube::load_balancer_service;
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 
 use crate::load_balancer::{
     OWNER_TAG, delete_service, ingress_ip, lb_list, node, reasons, start, start_with,
@@ -30,6 +31,7 @@ fn expected_name(full: &str) -> String {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn names_beyond_octavias_limit_stay_apart_and_are_cleaned_up() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("long-a", "10.0.0.151"));
@@ -69,6 +71,7 @@ async fn names_beyond_octavias_limit_stay_apart_and_are_cleaned_up() {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn an_internal_service_gets_no_floating_ip_until_its_annotations_change() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("int-a", "10.0.0.161"));
@@ -127,6 +130,7 @@ async fn an_internal_service_gets_no_floating_ip_until_its_annotations_change() 
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_proxy_protocol_service_gets_an_ingress_hostname_and_the_hostname_annotation_wins() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("host-a", "10.0.0.171"));
@@ -161,6 +165,7 @@ async fn a_proxy_protocol_service_gets_an_ingress_hostname_and_the_hostname_anno
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_load_balancer_in_error_is_replaced_and_the_service_follows() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("err-a", "10.0.0.181"));
@@ -197,6 +202,7 @@ async fn a_load_balancer_in_error_is_replaced_and_the_service_follows() {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_load_balancer_octavia_keeps_pending_is_waited_for_and_said_so() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("slow-a", "10.0.0.185"));

@@ -18,6 +18,7 @@ use serde_json::json;
 use crate::proxy::{faulty_nova, forward};
 use testkit::kube::NodeFixture;
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 
 use crate::support::{free_port, https, scene, start_ccm};
 
@@ -67,6 +68,7 @@ fn unique(prefix: &str) -> String {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_password_and_application_credential_logins_list_servers() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     for key in ["OPENSTACK_CLOUD_PASSWORD", "OPENSTACK_CLOUD_APPCRED"] {
         let cloud = connected(credentials(&env, &env[key]), Duration::from_secs(30)).await;
@@ -80,6 +82,7 @@ async fn real_password_and_application_credential_logins_list_servers() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_wrong_password_is_a_clear_authentication_error() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let mut creds = credentials(&env, "ccm-password");
     creds.password = Some("definitely-wrong".to_owned().into());
@@ -93,6 +96,7 @@ async fn real_wrong_password_is_a_clear_authentication_error() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_server_initializes_its_node_then_stop_taints_and_delete_removes_it() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let name = unique("init");
     let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
@@ -134,6 +138,7 @@ async fn real_server_initializes_its_node_then_stop_taints_and_delete_removes_it
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_node_without_a_server_by_name_is_removed_like_by_id() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let cloud = connected(credentials(&env, "ccm-password"), Duration::from_secs(30)).await;
     let err = cloud.server(&Lookup::Name(unique("nobody"))).await.unwrap_err();
@@ -146,6 +151,7 @@ async fn real_node_without_a_server_by_name_is_removed_like_by_id() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_nova_500_and_timeouts_keep_a_not_ready_node() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let nova_root = env["OPENSTACK_COMPUTE_URL"].trim_end_matches("/v2.1").to_owned();
     let gone = "openstack:///00000000-0000-0000-0000-00000000dead";
@@ -190,6 +196,7 @@ async fn real_nova_500_and_timeouts_keep_a_not_ready_node() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_secret_rotation_switches_credentials_without_restart() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = FakeApiServer::start().await.unwrap();
     let clouds = |password: &str| {
@@ -247,6 +254,7 @@ async fn real_secret_rotation_switches_credentials_without_restart() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_keystone_down_at_start_then_back_makes_the_process_ready() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let keystone: reqwest::Url = env["OPENSTACK_AUTH_URL"].parse().unwrap();
     let real = format!("{}:{}", keystone.host_str().unwrap(), keystone.port().unwrap());
@@ -274,6 +282,7 @@ async fn real_keystone_down_at_start_then_back_makes_the_process_ready() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_binary_with_secret_credentials_initializes_a_node_end_to_end() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let name = unique("e2e");
     let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
@@ -324,6 +333,7 @@ async fn real_binary_with_secret_credentials_initializes_a_node_end_to_end() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_token_auth_lists_servers() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let output = tokio::process::Command::new("openstack")
         .args([

@@ -25,6 +25,7 @@ use occm::metrics::Metrics;
 use serde_json::{Value, json};
 use testkit::kube::NodeFixture;
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 
 use crate::real_openstack::credentials;
 use crate::support::{Process, scene, start_ccm};
@@ -72,6 +73,7 @@ struct Share {
 impl Share {
     fn new(env: &StackEnv, cloud: &Arc<OpenStack>, cluster: &str) -> Share {
         let router = env["OPENSTACK_ROUTER_ID"].clone();
+        testkit::sweep::watch_routes(cluster); // removed by the test's guard, on a panic too
         Share { cloud: cloud.clone(), router, cluster: cluster.parse().unwrap(), own: Vec::new() }
     }
 
@@ -209,6 +211,7 @@ const ALL_OPS: [&str; 8] = [
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_routes_and_pairs_follow_the_nodes_and_leave_other_routes_alone() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let prefix = format!("occm-route-{}", std::process::id());
     let a =
@@ -278,6 +281,7 @@ async fn real_routes_and_pairs_follow_the_nodes_and_leave_other_routes_alone() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_two_controllers_writing_at_once_lose_nothing() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let metrics = Metrics::shared();
     let cloud = connect(&env, &metrics).await;
@@ -406,6 +410,7 @@ async fn flaky_neutron(real: String) -> (String, Arc<AtomicUsize>) {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_neutron_failing_mid_batch_converges() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let real = env["OPENSTACK_NETWORK_URL"].trim_end_matches("/v2.0").to_owned();
     let (front, failed) = flaky_neutron(real).await;
@@ -501,6 +506,7 @@ async fn wait_for<T>(what: &str, process: &Process, mut check: impl FnMut() -> O
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_binary_names_a_wrong_router_then_routes_with_the_right_one() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let port = scene(&env, &["port-create", "--name", &port_name("binary", 0)]).await;
     let (port_id, ip) = (
@@ -553,6 +559,7 @@ async fn real_binary_names_a_wrong_router_then_routes_with_the_right_one() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_requests_per_route_resync_at_20_nodes_of_real_servers() {
+    let _sweep = Sweep::start();
     const N: usize = 20;
     let env = StackEnv::load();
     let real = crate::real::Real::start(env.clone()).await;
@@ -659,6 +666,7 @@ impl Drop for DualStackNetwork {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_dual_stack_nodes_get_a_route_and_a_pair_per_family() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let name = format!("occm-route-dual-{}", std::process::id());
     let network = DualStackNetwork::create(&env, &name, "10.9.0.0/24", "fd00:9::/64").await;
@@ -733,6 +741,7 @@ impl Drop for PortGuard {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_port_security_off_gets_its_route_and_no_pair() {
+    let _sweep = Sweep::start();
     // The real Neutron refuses allowed address pairs on such a port (409); the controller reads
     // port_security_enabled and writes none, and the node is routed all the same.
     let env = StackEnv::load();

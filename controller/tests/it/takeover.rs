@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use testkit::cluster::Cluster;
 use testkit::kube::load_balancer_service;
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 
 use crate::load_balancer::{
     FINALIZER, OWNER_TAG, delete_service, lb_list, node, reasons, start_with, until,
@@ -57,6 +58,7 @@ fn floating_ip<'a>(fips: &'a Value, address: &str) -> Option<&'a Value> {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_services() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let (a, b) = ("10.0.0.151", "10.0.0.152");
     let port_a = scene(&env, &["port-create", "--fixed-ip", a]).await;
@@ -208,6 +210,7 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn a_load_balancer_of_upstreams_default_cluster_name_is_renamed_in_place() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     let member = "10.0.0.155";
@@ -270,6 +273,7 @@ async fn a_load_balancer_of_upstreams_default_cluster_name_is_renamed_in_place()
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn an_annotation_naming_a_deleted_load_balancer_is_cleared_and_the_service_gets_its_own() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("stale-a", "10.0.0.156"));

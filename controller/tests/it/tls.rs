@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use testkit::kube::{NodeFixture, is_tainted};
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 use testkit::tls::{TestCa, TlsServer, Validity};
 
 use crate::support::{Process, https, scene, start_ccm};
@@ -41,6 +42,7 @@ async fn readyz(port: u16) -> (u16, String) {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn over_https_with_the_stacks_ca_from_clouds_yaml_a_node_is_initialized() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let name = format!("occm-tls-{}", std::process::id());
     let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
@@ -74,6 +76,7 @@ async fn over_https_with_the_stacks_ca_from_clouds_yaml_a_node_is_initialized() 
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn without_the_ca_or_with_another_the_error_names_host_reason_and_fix() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let url = &env["OPENSTACK_TLS_AUTH_URL"];
     let host = url.trim_start_matches("https://").split('/').next().unwrap().to_owned();
@@ -106,6 +109,7 @@ async fn without_the_ca_or_with_another_the_error_names_host_reason_and_fix() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn tls_insecure_true_connects_without_the_ca_and_says_so() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let conf = password_conf(&env, &env["OPENSTACK_TLS_AUTH_URL"], "tls-insecure = true\n");
     let (process, port, _dir) = start_alone(&conf);
@@ -154,6 +158,7 @@ async fn an_expired_certificate_and_one_for_another_host_are_named_as_such() {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn the_ca_in_the_credentials_secret_is_rotated_without_a_restart() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     // The installer's shape: clouds.yaml and the CA bundle in the Secret, the cloud named in
     // cloud.conf; this clouds.yaml names no cacert file, so only the Secret's bundle is trusted.

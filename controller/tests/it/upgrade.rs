@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use testkit::cluster::Cluster;
 use testkit::kube::load_balancer_service;
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 
 use crate::load_balancer::{OWNER_TAG, delete_service, lb_list, node, reasons, start_with, until};
 use crate::support::scene;
@@ -40,6 +41,7 @@ pub(crate) fn in_tree_name(uid: &str) -> String {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn what_the_in_tree_provider_made_is_adopted_in_place_and_goes_with_its_service() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let member = "10.0.0.161";
     let port = scene(&env, &["port-create", "--fixed-ip", member]).await;

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use testkit::cluster::Cluster;
 use testkit::kube::{NodeFixture, load_balancer_service};
 use testkit::stack::StackEnv;
+use testkit::sweep::Sweep;
 use tokio::sync::oneshot;
 
 use crate::load_balancer::{OWNER_TAG, WAIT, delete_service, lb_list, node, until};
@@ -33,6 +34,7 @@ fn start_in(
         env["OPENSTACK_EXTERNAL_NETWORK_ID"],
     );
     let cluster_flag = format!("--cluster-name={cluster}");
+    testkit::sweep::watch(cluster); // what its CCM makes carries the cluster name
     let flags = ["--controllers=service", &cluster_flag, "--leader-elect=false"];
     let (process, _port, dir) = start_ccm(&fake.url(), &conf, &flags);
     (process, dir)
@@ -105,6 +107,7 @@ async fn port_carries(env: &StackEnv, port: &str, group: &str) -> bool {
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn killed_between_adoption_steps_the_controller_converges_with_nothing_duplicated_or_lost() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let member = "10.0.0.215";
     let port = scene(&env, &["port-create", "--fixed-ip", member]).await;
@@ -257,6 +260,7 @@ async fn node_reconciles(port: u16) -> u64 {
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn nodes_the_in_tree_provider_initialized_are_never_initialized_again() {
+    let _sweep = Sweep::start();
     let env = StackEnv::load();
     let name = format!("occm-intree-{}", std::process::id());
     let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;

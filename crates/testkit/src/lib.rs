@@ -3,6 +3,7 @@
 //!
 //! ```text
 //!  stack           the env file of scripts/openstack-up.sh (CCM_OPENSTACK_ENV)
+//!  sweep           a real-OpenStack test's guard: what it made is deleted when it ends
 //!  tools           the validators and oracles of scripts/test-tools.sh (CCM_TEST_TOOLS)
 //!  install_config  the examples in assets/examples as typed values, edited through serde
 //!  create          `create manifests`: its command line, and the library run
@@ -23,6 +24,7 @@ pub mod kube;
 pub mod kube_stack;
 pub mod signal;
 pub mod stack;
+pub mod sweep;
 pub mod tls;
 pub mod tools;
 
