@@ -64,17 +64,32 @@ fi
 # already running; the smoke tests prove them; then the Rust tests marked
 # #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"] or
 # #[ignore = "needs real Kubernetes (scripts/kube-up.sh)"] run with CCM_OPENSTACK_ENV and
-# CCM_KUBE_ENV. What this run started is stopped again, on failure too.
+# CCM_KUBE_ENV. What this run started is stopped again, on failure too. The test project's
+# inventory is taken before the Rust tests and again after the last step that uses the stack
+# (scripts/openstack/inventory.py): anything new since is a leak and fails the run, listed.
 if [ -z "$openstack" ]; then
   printf '\nWARNING: --no-openstack: the tests against real OpenStack services and real Kubernetes did NOT run\n' >&2
 else
-  started=()
+  started=() inventory=""
   stop_started() {
     local down
     for down in "${started[@]}"; do "$down" || true; done
     started=()
   }
-  trap stop_started EXIT
+  check_leaks() {
+    [ -n "$inventory" ] || return 0
+    local before=$inventory
+    inventory=""
+    step "real OpenStack: nothing left in the test project (scripts/openstack/inventory.py)"
+    scripts/openstack/inventory.py check "$before" --env "$env_file"
+  }
+  on_exit() {
+    local status=$?
+    check_leaks || status=1 # a failed test's leaks are listed too
+    stop_started
+    exit "$status"
+  }
+  trap on_exit EXIT
   step "real OpenStack: scripts/openstack-up.sh"
   scripts/openstack-up.sh --status 2>/dev/null || started+=(scripts/openstack-down.sh)
   env_file=$(scripts/openstack-up.sh) # prints the path of the env file the tests read
@@ -89,6 +104,8 @@ else
   scripts/kube-up.sh --status
   step "real OpenStack and Kubernetes: the Rust tests that need them"
   export CCM_OPENSTACK_ENV=$env_file CCM_KUBE_ENV=$kube_env
+  inventory=target/openstack-inventory-before-tests.json
+  scripts/openstack/inventory.py save "$inventory" --env "$env_file"
   cargo nextest run --workspace --locked --no-fail-fast --run-ignored only --no-tests=pass \
     "${filter[@]}"
   if [ ${#filter[@]} -eq 0 ]; then
@@ -99,6 +116,7 @@ else
     step "real OpenStack: the CCM from the container image initializes a real node"
     scripts/image.sh --test-openstack "$env_file"
   fi
+  check_leaks
   stop_started
   trap - EXIT
 fi
