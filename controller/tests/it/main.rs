@@ -13,6 +13,7 @@ mod proxy;
 mod real_kube_bootstrap;
 mod real_kube_leader;
 mod real_kube_nodes;
+mod real_kube_services;
 mod real_kube_rbac;
 mod real_openstack;
 mod request_pattern;

@@ -1,0 +1,185 @@
+//! The service controller against the real API server (scripts/kube-up.sh) and the real
+//! Octavia (scripts/openstack-up.sh): a LoadBalancer Service gets our finalizer and its ingress
+//! in `status`; deleted, it loses its load balancer, then the finalizer, and is gone.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use testkit::kube::load_balancer_service;
+use testkit::kube_stack::{AuditLog, KubeStack, request, unique};
+use testkit::stack::StackEnv;
+
+use crate::load_balancer::{FINALIZER, lb_list, node, until};
+use crate::support::{Process, free_port};
+
+/// The test's Node, its Service's finalizer and its load balancers, undone when dropped (a
+/// failed test leaves neither a Service the namespace cannot lose nor an Octavia tree).
+struct Cleanup {
+    stack: KubeStack,
+    env: StackEnv,
+    node: String,
+    service: (String, String),
+    /// `kube_service_<cluster>_`: the start of the name of every load balancer of the CCM.
+    prefix: String,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let kubectl = |args: &[&str]| {
+            let mut cmd = self.stack.kubectl();
+            cmd.args(args);
+            let _ = testkit::cluster::run_bounded(cmd, None);
+        };
+        let (ns, name) = (&self.service.0, &self.service.1);
+        kubectl(&[
+            "patch",
+            "service",
+            name,
+            "-n",
+            ns,
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ]);
+        kubectl(&["delete", "service", name, "-n", ns, "--ignore-not-found", "--wait=false"]);
+        kubectl(&["delete", "node", &self.node, "--ignore-not-found", "--wait=false"]);
+        let script = self.env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py");
+        // Every load balancer this CCM made, also for another test's Service (it serves every
+        // Service of the cluster): their names start with its cluster's.
+        let listed = std::process::Command::new(script).arg("loadbalancer-list").output();
+        let lbs: Value = listed
+            .ok()
+            .and_then(|out| serde_json::from_slice(&out.stdout).ok())
+            .unwrap_or(Value::Null);
+        for lb in lbs.as_array().into_iter().flatten() {
+            let ours = lb["name"].as_str().is_some_and(|n| n.starts_with(&self.prefix));
+            if let (true, Some(id)) = (ours, lb["id"].as_str()) {
+                let _ =
+                    std::process::Command::new(script).args(["loadbalancer-delete", id]).status();
+            }
+        }
+    }
+}
+
+/// The requests on the namespace's Services (by `user`; `""`: by anyone).
+fn service_events<'a>(events: &'a [Value], user: &str, ns: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| user.is_empty() || e["user"]["username"] == user)
+        .filter(|e| e["objectRef"]["namespace"] == ns)
+        .filter(|e| e["objectRef"]["resource"] == "services")
+        .collect()
+}
+
+/// Fails when a client other than this CCM and the test's admin wrote the Service: another
+/// test's CCM on the shared cluster (the same finalizer, its own cleanup) would make this test
+/// meaningless. scripts/test.sh runs every such test in the `real-kube-ccm` group, one at a time.
+fn assert_alone(audit: &AuditLog, user: &str, ns: &str) {
+    let events = audit.events();
+    let ours = service_events(&events, "", ns);
+    let creator =
+        ours.iter().find(|e| e["verb"] == "create").map(|e| e["user"]["username"].clone());
+    let mut others: Vec<String> = events
+        .iter()
+        .filter(|e| e["objectRef"]["namespace"] == ns && e["objectRef"]["resource"] == "services")
+        .filter(|e| !matches!(e["verb"].as_str(), Some("get" | "list" | "watch")))
+        .filter(|e| {
+            e["user"]["username"] != user && Some(&e["user"]["username"]) != creator.as_ref()
+        })
+        .filter_map(|e| e["user"]["username"].as_str().map(str::to_owned))
+        .collect();
+    others.dedup();
+    assert!(others.is_empty(), "another controller wrote the test's Service: {others:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs real Kubernetes (scripts/kube-up.sh)"]
+async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_load_balancer() {
+    let (stack, env) = (KubeStack::load(), StackEnv::load());
+    let namespace = stack.namespace("ccm-svc");
+    let ns = namespace.name.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let user = unique("ccm-svc");
+    // The cluster name (in every load-balancer name) is this test's own.
+    let cluster = unique("svc").replace('-', "");
+    let load_balancer = format!("kube_service_{cluster}_{ns}_web");
+    let node_name = unique("occm-member");
+    let _cleanup = Cleanup {
+        stack: stack.clone(),
+        env: env.clone(),
+        node: node_name.clone(),
+        service: (ns.clone(), "web".to_owned()),
+        prefix: format!("kube_service_{cluster}_"),
+    };
+    let audit = stack.audit();
+    stack.create(&node(&node_name, "10.0.0.231").to_string());
+    // Its nodePort is the real server's to allocate.
+    let mut service = load_balancer_service(&ns, "web", &[(80, 0)]);
+    service["spec"]["ports"][0].as_object_mut().unwrap().remove("nodePort");
+    stack.create(&service.to_string());
+
+    let conf = dir.path().join("cloud.conf");
+    let text = format!(
+        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {}\n\n[LoadBalancer]\nsubnet-id = {}\n",
+        env["OPENSTACK_CLOUDS_YAML"],
+        env["OPENSTACK_CLOUD_APPCRED"],
+        env["OPENSTACK_INTERNAL_SUBNET_ID"]
+    );
+    std::fs::write(&conf, text).unwrap();
+    let kubeconfig = stack.client_kubeconfig(dir.path(), &user, &["system:masters"]);
+    let mut ccm = start(&conf, &kubeconfig, &cluster);
+
+    let get = || stack.get("service", Some(&ns), "web");
+    let ingress = until("the ingress in the Service's status", &ccm, async || {
+        let svc = get()?;
+        svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
+    })
+    .await;
+    assert_alone(&audit, &user, &ns);
+    let svc = get().unwrap();
+    assert_eq!(svc["metadata"]["finalizers"], json!([FINALIZER]), "{svc}");
+    let lbs = lb_list(&env, &load_balancer).await;
+    let [lb] = lbs.as_array().unwrap().as_slice() else { panic!("one load balancer: {lbs}") };
+    assert_eq!(lb["provisioning_status"], "ACTIVE");
+    assert_eq!(lb["vip_address"], ingress.as_str());
+    let node_port = svc["spec"]["ports"][0]["nodePort"].as_u64().expect("a nodePort");
+    let member = json!(format!("10.0.0.231:{node_port}"));
+    let members = lb["pools"][0]["members"].as_array().unwrap();
+    assert!(members.contains(&member), "{lb}");
+
+    stack.run(&["delete", "service", "web", "-n", &ns, "--wait=false"], None);
+    until("the Service gone", &ccm, async || get().is_none().then_some(())).await;
+    assert_alone(&audit, &user, &ns);
+    assert_eq!(lb_list(&env, &load_balancer).await, json!([]), "the load balancer is left behind");
+    // Written by this CCM: the finalizer, the status, the finalizer's removal last.
+    let events = audit.wait_for(Duration::from_secs(10), |events| {
+        service_events(events, &user, &ns)
+            .iter()
+            .filter(|e| request(e) == "patch /services")
+            .count()
+            >= 2
+    });
+    let writes: Vec<String> = service_events(&events, &user, &ns)
+        .iter()
+        .map(|e| request(e))
+        .filter(|r| !r.starts_with("get ") && !r.starts_with("list ") && !r.starts_with("watch "))
+        .collect();
+    assert_eq!(writes.first().map(String::as_str), Some("patch /services"), "{writes:?}");
+    assert!(writes.iter().any(|w| w == "patch /services/status"), "{writes:?}");
+    assert_eq!(writes.last().map(String::as_str), Some("patch /services"), "{writes:?}");
+    assert_eq!(ccm.terminate().await, Some(0), "log:\n{}", ccm.log());
+}
+
+fn start(conf: &Path, kubeconfig: &Path, cluster: &str) -> Process {
+    Process::start(&[
+        "--cloud-provider=openstack".to_owned(),
+        format!("--cloud-config={}", conf.display()),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        "--bind-address=127.0.0.1".to_owned(),
+        format!("--secure-port={}", free_port()),
+        "--leader-elect=false".to_owned(),
+        "--controllers=service".to_owned(),
+        format!("--cluster-name={cluster}"),
+    ])
+}
