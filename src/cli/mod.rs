@@ -190,6 +190,8 @@ pub struct CreateArgs {
     ///
     /// The YAML form is what current vSphere CCMs read; the INI form ([Global],
     /// [VirtualCenter "server"], [Workspace], [Labels]) is for older ones.
+    // The brackets are INI section names in --help, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
     pub vsphere_config_format: ConfigFormat,
 
