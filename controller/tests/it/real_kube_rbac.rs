@@ -310,17 +310,26 @@ fn load_balancer_service(
     (lb_name, guard)
 }
 
-/// At drop: the Service's finalizer dropped (so its namespace can go) and its load balancer
-/// deleted, if a failure left them.
+/// At drop: the Service's finalizer dropped (so its namespace can go), and its load balancer
+/// and floating IP (tagged with the load balancer's name) deleted, if a failure left them.
 fn lb_guard(env: &StackEnv, kube: &KubeStack, ns: &str, lb_name: &str) -> OnDrop {
     let mut finalizer = kube.kubectl();
     finalizer.args(["patch", "service", "web", "-n", ns, "--type=merge"]);
     finalizer.args(["-p", r#"{"metadata":{"finalizers":null}}"#]);
-    let mut lb = Command::new("sh");
-    lb.arg("-c")
-        .arg(r#"for id in $("$0" loadbalancer-list --name "$1" | python3 -c 'import json,sys; print(" ".join(l["id"] for l in json.load(sys.stdin)))'); do "$0" loadbalancer-delete "$id"; done"#)
-        .args([&env["OPENSTACK_SCENE"], lb_name]);
-    OnDrop(vec![finalizer, lb])
+    // `$0`: openstack_scene.py; `$1`: the load balancer's name (also its floating IP's tag).
+    let ids = |list: &str, filter: &str| {
+        format!(
+            r#"$("$0" {list} | python3 -c 'import json,sys; print(" ".join(x["id"] for x in json.load(sys.stdin) if {filter}))' "$1")"#
+        )
+    };
+    let script = format!(
+        r#"for id in {}; do "$0" loadbalancer-delete "$id"; done; for id in {}; do "$0" floating-ip-delete "$id"; done"#,
+        ids("loadbalancer-list", r#"x["name"] == sys.argv[1]"#),
+        ids("floating-ip-list", r#"sys.argv[1] in (x["tags"] or [])"#),
+    );
+    let mut cleanup = Command::new("bash");
+    cleanup.arg("-c").arg(script).args([&env["OPENSTACK_SCENE"], lb_name]);
+    OnDrop(vec![finalizer, cleanup])
 }
 
 /// Whether `line` is the CCM's one line for `grant` (`verb group/resource`).
