@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use testkit::kube_stack::{KubeStack, request, unique};
 
-use crate::support::{Process, free_port};
+use crate::support::{Process, free_port, start_with_kubeconfig};
 
 const LEASE: &str = "cloud-controller-manager";
 
@@ -26,16 +26,10 @@ pub(crate) fn start_real(
         "[Global]\nauth-url = http://127.0.0.1:{keystone}/v3\nusername = u\npassword = p\ntenant-name = p\n"
     );
     std::fs::write(&conf, text).unwrap();
-    let mut args = vec![
-        "--cloud-provider=openstack".to_owned(),
-        format!("--cloud-config={}", conf.display()),
-        format!("--kubeconfig={}", kubeconfig.display()),
-        "--bind-address=127.0.0.1".to_owned(),
-        format!("--secure-port={}", free_port()),
-        format!("--leader-elect-resource-namespace={namespace}"),
-    ];
-    args.extend(extra.iter().map(|flag| (*flag).to_owned()));
-    Process::start(&args)
+    let lease = format!("--leader-elect-resource-namespace={namespace}");
+    let mut flags = vec![lease.as_str()];
+    flags.extend(extra);
+    start_with_kubeconfig(&conf, kubeconfig, &flags)
 }
 
 fn lease(stack: &KubeStack, namespace: &str) -> Value {

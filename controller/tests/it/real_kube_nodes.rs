@@ -22,7 +22,7 @@ use testkit::kube_stack::{KubeStack, request, unique};
 use testkit::stack::StackEnv;
 use tokio::sync::watch;
 
-use crate::support::{Process, free_port, scene};
+use crate::support::{Process, scene, start_with_kubeconfig};
 
 /// A TCP forwarder that can be cut: while cut, its open connections are closed and new ones
 /// are closed on accept.
@@ -222,15 +222,8 @@ async fn a_node_created_while_the_watch_was_cut_and_compacted_away_is_initialize
     let conf = dir.path().join("cloud.conf");
     std::fs::write(&conf, cloud_conf(&env)).unwrap();
     let audit = stack.audit();
-    let mut ccm = Process::start(&[
-        "--cloud-provider=openstack".to_owned(),
-        format!("--cloud-config={}", conf.display()),
-        format!("--kubeconfig={}", ccm_config.display()),
-        "--bind-address=127.0.0.1".to_owned(),
-        format!("--secure-port={}", free_port()),
-        "--leader-elect=false".to_owned(),
-        "--controllers=cloud-node".to_owned(),
-    ]);
+    let flags = ["--leader-elect=false", "--controllers=cloud-node"];
+    let mut ccm = start_with_kubeconfig(&conf, &ccm_config, &flags);
     let first = initialized(&nodes, &before, &ccm).await;
     // The server's address and the node's name: the CCM's addresses, and only those.
     let addresses = |name: &str| json!([{"type": "InternalIP", "address": fixed}, {"type": "Hostname", "address": name}]);

@@ -11,7 +11,7 @@ use testkit::kube_stack::{AuditLog, KubeStack, request, unique};
 use testkit::stack::StackEnv;
 
 use crate::load_balancer::{FINALIZER, lb_list, node, until};
-use crate::support::{Process, free_port};
+use crate::support::{Process, start_with_kubeconfig};
 
 /// The test's Node, its Service's finalizer and its load balancers, undone when dropped (a
 /// failed test leaves neither a Service the namespace cannot lose nor an Octavia tree).
@@ -172,14 +172,7 @@ async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_l
 }
 
 fn start(conf: &Path, kubeconfig: &Path, cluster: &str) -> Process {
-    Process::start(&[
-        "--cloud-provider=openstack".to_owned(),
-        format!("--cloud-config={}", conf.display()),
-        format!("--kubeconfig={}", kubeconfig.display()),
-        "--bind-address=127.0.0.1".to_owned(),
-        format!("--secure-port={}", free_port()),
-        "--leader-elect=false".to_owned(),
-        "--controllers=service".to_owned(),
-        format!("--cluster-name={cluster}"),
-    ])
+    let cluster = format!("--cluster-name={cluster}");
+    let flags = ["--leader-elect=false", "--controllers=service", cluster.as_str()];
+    start_with_kubeconfig(conf, kubeconfig, &flags)
 }

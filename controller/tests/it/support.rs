@@ -141,6 +141,25 @@ pub(crate) fn start_ccm(
     (Process::start(&args), port, dir)
 }
 
+/// The binary for `--cloud-provider=openstack` with the cloud config at `conf` and the
+/// kubeconfig at `kubeconfig` (a real API server's), serving on a free port of 127.0.0.1, then
+/// `extra` flags.
+pub(crate) fn start_with_kubeconfig(
+    conf: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    extra: &[&str],
+) -> Process {
+    let mut args = vec![
+        "--cloud-provider=openstack".to_owned(),
+        format!("--cloud-config={}", conf.display()),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        "--bind-address=127.0.0.1".to_owned(),
+        format!("--secure-port={}", free_port()),
+    ];
+    args.extend(extra.iter().map(|flag| (*flag).to_owned()));
+    Process::start(&args)
+}
+
 /// `occm_openstack_api_requests_total` of `service` and `operation`, all results summed, from
 /// the binary's /metrics on `port`.
 pub(crate) async fn requests(port: u16, service: &str, operation: &str) -> u64 {
