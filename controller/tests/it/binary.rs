@@ -89,3 +89,36 @@ async fn keystone_unreachable_at_start_keeps_the_process_up_and_not_ready() {
     );
     assert!(!process.log().contains("fixture-pass-4711"), "a password reached the log");
 }
+
+#[tokio::test]
+async fn a_refused_request_is_said_once_fails_readyz_and_clears_when_allowed() {
+    let fake = FakeApiServer::start().await.unwrap();
+    // The lease cannot be created: RBAC's 403, as with the grant removed.
+    fake.refuse("POST", "/leases");
+    let keystone = free_port();
+    let conf = format!(
+        "[Global]\nauth-url = http://127.0.0.1:{keystone}/v3\nusername = u\npassword = p\ntenant-name = p\n"
+    );
+    let (mut process, port, _dir) =
+        start_ccm(&fake.url(), &conf, &["--leader-elect-retry-period=100ms"]);
+    let line = "forbidden: cannot create coordination.k8s.io/leases:";
+    process.wait_line(line, Duration::from_secs(20)).await;
+    let client = https();
+    let readyz = async || {
+        let response = client.get(format!("https://127.0.0.1:{port}/readyz")).send().await.unwrap();
+        response.text().await.unwrap()
+    };
+    assert!(readyz().await.contains(&format!("kubernetes: {line}")), "{}", readyz().await);
+    // Retried every 100 ms: still one line.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let said = process.lines.lock().unwrap().iter().filter(|l| l.contains(line)).count();
+    assert_eq!(said, 1, "one line, not one per retry:\n{}", process.log());
+    fake.allow_all();
+    process.wait_line("acquired lease", Duration::from_secs(20)).await;
+    process
+        .wait_line("allowed again: create coordination.k8s.io/leases", Duration::from_secs(5))
+        .await;
+    // Keystone is still down: not ready, but no longer for Kubernetes.
+    assert!(!readyz().await.contains("kubernetes:"), "{}", readyz().await);
+    assert_eq!(process.terminate().await, Some(0));
+}

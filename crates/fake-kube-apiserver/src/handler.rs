@@ -140,6 +140,14 @@ pub(crate) async fn handle(
         content_type: content_type.clone(),
         body: String::from_utf8_lossy(&body).into_owned(),
     });
+    let refused =
+        shared.refused.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|(m, p)| {
+            m.eq_ignore_ascii_case(method.as_str()) && uri.path().contains(p.as_str())
+        });
+    if refused {
+        let message = format!("{method} {} is forbidden (refused by the test)", uri.path());
+        return bad(403, "Forbidden", message);
+    }
     if method == Method::GET
         && let Some(response) =
             discovery_response(uri.path(), &text(header::HOST).unwrap_or_default())

@@ -17,7 +17,8 @@
 //!   `410 Expired` for a resourceVersion older than the kept history;
 //! - `Status` bodies for every error (404, 405, 409, 410, 415, 422).
 //!
-//! Not served: server-side apply (415), authentication (every request is allowed), admission
+//! Not served: server-side apply (415), authentication and authorization (every request is
+//! allowed, except those a test refuses with [`FakeApiServer::refuse`]: 403), admission
 //! and defaulting, validation beyond names, OpenAPI documents (use `kubectl --validate=false`),
 //! aggregated discovery, protobuf. Paths of kinds it does not list still store and return
 //! JSON, so tests of other kinds keep working.
@@ -79,6 +80,8 @@ struct Shared {
     restarts: tokio::sync::watch::Sender<u64>,
     requests: Mutex<Vec<Request>>,
     bookmark_interval: Duration,
+    /// `(method, path fragment)` pairs answered 403, as RBAC answers a missing grant.
+    refused: Mutex<Vec<(String, String)>>,
 }
 
 /// A running fake API server; dropping it does not stop the task (the runtime ends it).
@@ -125,6 +128,7 @@ impl FakeApiServer {
             restarts: tokio::sync::watch::Sender::new(0),
             requests: Mutex::new(Vec::new()),
             bookmark_interval: options.bookmark_interval,
+            refused: Mutex::new(Vec::new()),
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
         let server = FakeApiServer { addr, shared };
@@ -147,6 +151,18 @@ impl FakeApiServer {
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.shared.requests.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Answers 403 Forbidden (as the real server's RBAC does) to every `method` request whose
+    /// path contains `path`, until [`FakeApiServer::allow_all`].
+    pub fn refuse(&self, method: &str, path: &str) {
+        let mut refused = self.shared.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        refused.push((method.to_owned(), path.to_owned()));
+    }
+
+    /// Stops refusing anything.
+    pub fn allow_all(&self) {
+        self.shared.refused.lock().unwrap_or_else(PoisonError::into_inner).clear();
     }
 
     /// Requests that changed something (not GET).
