@@ -116,14 +116,19 @@ impl Provider for OpenStack {
     }
 
     /// With `platform.openstack.routerID`, the route controller's pod networks: the cluster
-    /// networks (at most one per family, validated). See: issue 27.
+    /// networks (at most one per family, validated); without it the route controller is off
+    /// in so many words (`--configure-cloud-routes` defaults to true, and the CCM would warn at
+    /// every start that cloud.conf has no router). See: issue 27.
     fn ccm_args(&self, config: &InstallConfig) -> Vec<String> {
         let routed = config.platform.openstack.as_ref().is_some_and(|o| o.router_id.is_some());
+        if !routed {
+            return vec!["--configure-cloud-routes=false".to_owned()];
+        }
         let cidrs: Vec<&str> =
             config.networking.cluster_network.iter().map(|e| e.cidr.as_str()).collect();
-        match routed && !cidrs.is_empty() {
-            true => vec![format!("--cluster-cidr={}", cidrs.join(","))],
-            false => Vec::new(),
+        match cidrs.is_empty() {
+            false => vec![format!("--cluster-cidr={}", cidrs.join(","))],
+            true => Vec::new(),
         }
     }
 
