@@ -2,8 +2,9 @@
 //! HTTP, in-process) and against the real kube-apiserver of scripts/kube-up.sh (HTTPS, the
 //! admin kubeconfig): the same code for both, so that where the fake drifts from the real
 //! server, its test fails. Where the two differ in ways the controller does not rely on (the
-//! order of a strategic merge's list, the 410's cause), the checks accept both; the fake
-//! crate's README lists the differences.
+//! order of a strategic merge's list, the 410's cause), the checks accept both; one difference
+//! is asserted as such (a watch from version 0 with bookmarks); the fake crate's README lists
+//! them.
 //!
 //! Each check works in the namespace of its [`Server`] and on Nodes named after it (deleted on
 //! drop, also when a check fails).
@@ -34,6 +35,9 @@ pub(crate) struct Server {
     /// A namespaced resource (group, version, plural) and a resourceVersion too old to watch it
     /// from: the fake's history compacted, the real server's watch cache started after it.
     pub(crate) expired: (ApiResource, String),
+    /// kube-up.sh's kube-apiserver (on etcd 3.4), not the fake: the one difference the checks
+    /// assert as such ([`a_watch_from_zero_with_bookmarks`]).
+    pub(crate) real: bool,
 }
 
 /// Every check, in turn.
@@ -42,6 +46,7 @@ pub(crate) async fn run_all(server: &Server) {
     selectors_filter_lists(server).await;
     a_watch_resumes_from_a_list_resource_version(server).await;
     a_too_old_resource_version_is_410_expired(server).await;
+    a_watch_from_zero_with_bookmarks(server).await;
     stale_writes_conflict(server).await;
     json_patch_tests_guard_the_change(server).await;
     node_status_writes_end_as_the_controller_means(server).await;
@@ -164,6 +169,29 @@ async fn a_too_old_resource_version_is_410_expired(server: &Server) {
             assert!(e.message.starts_with("too old resource version"), "{e:?}");
         }
         other => panic!("expected an ERROR event with 410 Expired, got {other:?}"),
+    }
+}
+
+/// The documented difference (README): from version 0 with bookmarks allowed, the real server on
+/// etcd 3.4 answers one ERROR event, 500; the fake sends the current objects. The controller
+/// never asks for it (kube's watcher watches from a list's version).
+async fn a_watch_from_zero_with_bookmarks(server: &Server) {
+    let maps: Api<ConfigMap> = Api::namespaced(server.client.clone(), &server.namespace);
+    maps.create(&PostParams::default(), &config_map("from-zero", json!({}))).await.unwrap();
+    let params = WatchParams::default().fields("metadata.name=from-zero").timeout(5);
+    assert!(params.bookmarks, "kube asks for bookmarks by default");
+    let stream = maps.watch(&params, "0").await.unwrap();
+    let mut stream = std::pin::pin!(stream);
+    let first = tokio::time::timeout(WAIT, stream.next()).await.expect("the watch answers");
+    match (server.real, first) {
+        (true, Some(Ok(WatchEvent::Error(e)))) => {
+            assert_eq!(e.code, 500, "{e:?}");
+            assert!(e.message.contains("RequestWatchProgress"), "{e:?}");
+        }
+        (false, Some(Ok(WatchEvent::Added(m)))) => {
+            assert_eq!(m.metadata.name.as_deref(), Some("from-zero"));
+        }
+        (real, other) => panic!("real={real}: not the documented answer: {other:?}"),
     }
 }
 
@@ -383,6 +411,7 @@ async fn the_fake_passes_the_api_checks() {
         namespace: "checks".into(),
         prefix: "checks".into(),
         expired: (resource, rv),
+        real: false,
     };
     run_all(&server).await;
 }
@@ -442,6 +471,7 @@ async fn the_real_server_passes_the_api_checks() {
         namespace: namespace.name.clone(),
         prefix: namespace.name.clone(),
         expired: (resource, rv),
+        real: true,
     };
     run_all(&server).await;
     drop(crd);
