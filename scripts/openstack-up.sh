@@ -7,6 +7,10 @@
 #   scripts/openstack-up.sh            install what is missing (apt, as root), start, bootstrap
 #   scripts/openstack-up.sh --status   exit 0 when the stack is running and answering
 #   scripts/openstack-down.sh          stop it
+#   scripts/openstack-up.sh --restart octavia-api [SECONDS]
+#                                      stop Octavia's API (SIGTERM by its PID file), keep it
+#                                      down SECONDS (default 0), start it again as before and
+#                                      wait until it answers (the chaos soak, scripts/soak.sh)
 #
 # Everything lives under $OPENSTACK_DIR (default target/openstack): configs, databases, logs,
 # PID files, and for the tests clouds.yaml and env (KEY=value lines; the README lists the keys).
@@ -32,6 +36,7 @@ if [ -n "$OCTAVIA" ]; then PACKAGES+=("${OCTAVIA_PACKAGES[@]}"); fi
 
 case ${1:-} in
 --status) ;;
+--restart) [ "${2:-}" = octavia-api ] || die "--restart takes octavia-api (the only one)" ;;
 "") ;;
 -h | --help)
   sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -56,6 +61,25 @@ stack_healthy() {
     port_in_use "$RABBIT_PORT" && { [ -z "$OCTAVIA" ] || http_ok "$OCTAVIA_URL/"; } &&
     https_ok "$(tls_url "$KEYSTONE_URL")"
 }
+
+# uwsgi in the foreground (its master is the PID we record). One process, one thread: SQLite
+# connections must not cross threads. 'Connection: close' because uwsgi's plain http-socket
+# drops kept-alive connections that keystoneauth would reuse (Connection reset by peer).
+UWSGI=(uwsgi --plugins python3 --master --processes 1 --threads 1 --lazy-apps --die-on-term
+  --no-orphans --buffer-size 65535 --add-header 'Connection: close' --need-app)
+
+if [ "${1:-}" = --restart ]; then
+  stack_healthy || die "no healthy stack under $OPENSTACK_DIR to restart octavia-api in"
+  # shellcheck disable=SC2034 # read by stop (scripts/lib/services.sh)
+  STOP_TIMEOUT=${OPENSTACK_STOP_TIMEOUT:-30}
+  log "stopping octavia-api"
+  stop octavia-api
+  sleep "${3:-0}"
+  log "starting octavia-api"
+  start_octavia_api
+  wait_for octavia-api "Octavia on $OCTAVIA_URL" http_ok "$OCTAVIA_URL/"
+  exit 0
+fi
 
 if [ "${1:-}" = --status ]; then
   if stack_healthy; then
@@ -166,12 +190,6 @@ wal() {
     "$PY" -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL")' "$f"
   done
 }
-
-# uwsgi in the foreground (its master is the PID we record). One process, one thread: SQLite
-# connections must not cross threads. 'Connection: close' because uwsgi's plain http-socket
-# drops kept-alive connections that keystoneauth would reuse (Connection reset by peer).
-UWSGI=(uwsgi --plugins python3 --master --processes 1 --threads 1 --lazy-apps --die-on-term
-  --no-orphans --buffer-size 65535 --add-header 'Connection: close' --need-app)
 
 # keystone_authtoken / service-client sections: authtoken SECTION USER
 authsection() {

@@ -96,8 +96,15 @@ EOF
     tail -n 40 "$LOG/octavia-db.out" >&2
     die "octavia database setup failed"
   }
-  start_service octavia-api "${UWSGI[@]}" --http-socket "127.0.0.1:$OCTAVIA_PORT" \
-    --wsgi-file "$OS_SCRIPTS/octavia_wsgi.py" --pyargv "--config-file $d/octavia.conf"
+  start_octavia_api
   start_service octavia-worker "$PY" "$OS_SCRIPTS/octavia_worker.py" \
     --config-file "$d/octavia.conf" --log-file "$LOG/octavia-worker.log"
 )
+
+# Octavia's API (uwsgi) on its port, with the configuration setup_octavia wrote; also what
+# `openstack-up.sh --restart octavia-api` runs after stopping it.
+start_octavia_api() {
+  start_service octavia-api "${UWSGI[@]}" --http-socket "127.0.0.1:$OCTAVIA_PORT" \
+    --wsgi-file "$OS_SCRIPTS/octavia_wsgi.py" \
+    --pyargv "--config-file $OPENSTACK_DIR/octavia/octavia.conf"
+}
