@@ -126,6 +126,8 @@ pub(crate) struct Counter {
     hits: Mutex<Vec<Hit>>,
     others: Mutex<Vec<String>>,
     timings: Mutex<BTreeMap<&'static str, (usize, Duration)>>,
+    /// The last `X-Auth-Token` a request carried (the soak revokes it; never printed).
+    token: Mutex<Option<String>>,
 }
 
 impl Counter {
@@ -158,6 +160,25 @@ impl Counter {
         let entry = timings.entry(operation).or_default();
         entry.0 += 1;
         entry.1 += took;
+    }
+
+    /// Remembers the token a request carried.
+    pub(crate) fn note_token(&self, token: &str) {
+        *self.token.lock().unwrap_or_else(PoisonError::into_inner) = Some(token.to_owned());
+    }
+
+    /// The last token a request carried.
+    #[allow(dead_code, reason = "used by benches/soak, not by every bench that includes this file")]
+    pub(crate) fn last_token(&self) -> Option<String> {
+        self.token.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// How many answers of `operation` came back from the real service so far (counted when
+    /// the answer is in, before the controller gets it).
+    #[allow(dead_code, reason = "used by benches/soak, not by every bench that includes this file")]
+    pub(crate) fn answered(&self, operation: &str) -> usize {
+        let timings = self.timings.lock().unwrap_or_else(PoisonError::into_inner);
+        timings.get(operation).map_or(0, |(n, _)| *n)
     }
 
     /// The mean answer time per operation so far.

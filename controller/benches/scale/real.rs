@@ -183,6 +183,16 @@ impl Real {
         self.nova(&admin, Method::PUT, &path, Some(json!({ "quota_set": raise })), &[]).await;
     }
 
+    /// Revokes `token` in Keystone (a token may revoke itself), as if it had expired: the
+    /// next request that carries it gets a 401. Returns Keystone's status code.
+    #[allow(dead_code, reason = "used by benches/soak, not by every bench that includes this file")]
+    pub(crate) async fn revoke(&self, token: &str) -> u16 {
+        let url = format!("{}/auth/tokens", &self.env["OPENSTACK_AUTH_URL"]);
+        let request =
+            self.client.delete(&url).header("x-auth-token", token).header("x-subject-token", token);
+        request.send().await.map_or(0, |r| r.status().as_u16())
+    }
+
     /// The servers whose names start with `prefix`, with their status and fault.
     async fn list(&self, token: &str, prefix: &str) -> Vec<Value> {
         let path = format!("/servers/detail?name=%5E{prefix}&limit=1000");
@@ -385,6 +395,9 @@ async fn forward(
             .unwrap_or_default();
     let operation = classify(&method, path, &query);
     routes.counter.record(operation, || format!("{method} {path}"));
+    if let Some(token) = headers.get("x-auth-token").and_then(|v| v.to_str().ok()) {
+        routes.counter.note_token(token);
+    }
     let started = Instant::now();
 
     let fail = |code: StatusCode, message: String| {

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The chaos soak (issue 28; README "Chaos soak"): the CCM binary against the real Octavia and
+# Neutron of a test stack of its own and the fake Kubernetes API server, while Services are
+# created, changed and deleted at random, nodes join, leave and flip Ready, the CCM is
+# SIGKILLed and restarted (at least 5 times, half of them right after an Octavia create
+# answered), Octavia's API is stopped and started once and the CCM's token is revoked under it. Then it
+# checks that every live Service has exactly one load balancer, right, that nothing is left of
+# what was deleted, that the decoys are untouched, and that the project holds what it held
+# before. The driver is controller/benches/soak (release build).
+#
+#   scripts/soak.sh [--minutes M] [--services N] [--seed S]
+#                   M minutes of chaos (default 30), N Services at most (default 30), S the
+#                   seed of every random decision (default: from the clock; printed)
+#
+# The stack lives in $SOAK_OPENSTACK_DIR (default target/soak-openstack), on the next free port
+# range, with Keystone tokens living $SOAK_TOKEN_EXPIRATION seconds (default 660: osauth renews a
+# token 10 minutes before it expires, so any shorter life means a login before every request),
+# and the CCM's current token is revoked a few times mid-run (a token gone while in use):
+# scripts/openstack-up.sh starts it (or reuses one running there) and scripts/openstack-down.sh
+# stops it at the end if this run started it. The stack the other tests share is never touched.
+# Exit 0 only when everything held; the last stdout line is
+#   soak: seed=S services=N creates=C updates=U deletes=D kills=K orphans=O duplicates=P
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+  --minutes | --services | --seed)
+    [ $# -ge 2 ] || {
+      echo "soak.sh: $1 needs a value" >&2
+      exit 2
+    }
+    args+=("$1" "$2")
+    shift 2
+    ;;
+  -h | --help)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    echo "soak.sh: unknown argument '$1' (see --help)" >&2
+    exit 2
+    ;;
+  esac
+done
+
+export OPENSTACK_DIR=${SOAK_OPENSTACK_DIR:-$PWD/target/soak-openstack}
+export OPENSTACK_TOKEN_EXPIRATION=${SOAK_TOKEN_EXPIRATION:-660}
+started=""
+stop_started() {
+  [ -z "$started" ] || scripts/openstack-down.sh >&2 || true
+}
+trap stop_started EXIT
+if ! scripts/openstack-up.sh --status 2>/dev/null; then
+  started=1
+fi
+env_file=$(scripts/openstack-up.sh)
+# A stack reused from an earlier run must have the same token lifetime.
+lifetime=$(sed -n 's/^expiration = //p' "$OPENSTACK_DIR/keystone/keystone.conf")
+if [ "$lifetime" != "$OPENSTACK_TOKEN_EXPIRATION" ]; then
+  echo "soak.sh: the stack running in $OPENSTACK_DIR has tokens of ${lifetime}s, not" \
+    "${OPENSTACK_TOKEN_EXPIRATION}s: stop it (OPENSTACK_DIR=$OPENSTACK_DIR scripts/openstack-down.sh)" >&2
+  exit 1
+fi
+CCM_OPENSTACK_ENV=$env_file CCM_SOAK_LOG=$OPENSTACK_DIR/log/soak-occm.log \
+  cargo bench --locked -p openstack-cloud-controller-manager --bench soak -- "${args[@]}"
