@@ -15,6 +15,8 @@ pub(crate) struct FloatingIp {
     pub(crate) port_id: Option<String>,
     pub(crate) description: String,
     pub(crate) tags: Vec<String>,
+    /// Bumped by every change: the guard of a move.
+    pub(crate) revision_number: u64,
 }
 
 /// What to allocate.
@@ -100,15 +102,16 @@ pub(crate) async fn create(
     Ok(fip)
 }
 
-/// Points the floating IP at `port_id` (`None`: detach it).
+/// Points the floating IP at `port_id` (`None`: detach it), guarded by `revision` when given.
 pub(crate) async fn set_port(
     session: &Session,
     id: &str,
     port_id: Option<&str>,
+    revision: Option<u64>,
 ) -> Result<(), osauth::Error> {
     let body = json!({"floatingip": {"port_id": port_id}});
-    session.put(NETWORK, &["floatingips", id]).json(&body).send().await?;
-    Ok(())
+    let request = session.put(NETWORK, &["floatingips", id]).json(&body);
+    super::revision::guarded::<serde::de::IgnoredAny>(request, revision).await.map(drop)
 }
 
 /// Releases it.

@@ -5,6 +5,7 @@ use std::future::Future;
 
 use super::floating_ips::{self, FloatingIp, FloatingIpSpec, NamedSubnet};
 use super::octavia::{self, Change, LoadBalancer, LoadBalancerSpec, Tree};
+use super::revision::{Written, stale_to_written};
 use super::security_groups::SecurityGroups;
 use super::{OpenStack, Result};
 
@@ -45,12 +46,14 @@ pub(crate) trait LoadBalancing: SecurityGroups + Send + Sync + 'static {
         spec: &FloatingIpSpec,
         tags: &[String],
     ) -> impl Future<Output = Result<FloatingIp>> + Send;
-    /// Attaches a floating IP to a port, or detaches it (`None`).
+    /// Attaches a floating IP to a port, or detaches it (`None`), guarded by `revision` when
+    /// given.
     fn set_floating_ip_port(
         &self,
         id: &str,
         port_id: Option<&str>,
-    ) -> impl Future<Output = Result<()>> + Send;
+        revision: Option<u64>,
+    ) -> impl Future<Output = Result<Written<()>>> + Send;
     /// The subnets of a floating network, narrowed by a Neutron tag filter.
     fn floating_subnets(
         &self,
@@ -175,12 +178,19 @@ impl LoadBalancing for OpenStack {
         .await
     }
 
-    async fn set_floating_ip_port(&self, id: &str, port_id: Option<&str>) -> Result<()> {
+    async fn set_floating_ip_port(
+        &self,
+        id: &str,
+        port_id: Option<&str>,
+        revision: Option<u64>,
+    ) -> Result<Written<()>> {
         let what = format!("floating IP {id}");
-        self.call("network", "floatingip_update", &what, |s| async move {
-            floating_ips::set_port(&s, id, port_id).await
-        })
-        .await
+        let result = self
+            .call("network", "floatingip_update", &what, |s| async move {
+                floating_ips::set_port(&s, id, port_id, revision).await
+            })
+            .await;
+        stale_to_written(result)
     }
 
     async fn floating_subnets(

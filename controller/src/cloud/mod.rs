@@ -6,6 +6,7 @@ pub(crate) mod load_balancing;
 pub mod neutron;
 pub mod nova;
 pub(crate) mod octavia;
+pub mod revision;
 pub mod routes;
 pub(crate) mod security_groups;
 pub mod session;

@@ -5,22 +5,19 @@
 
 use std::future::Future;
 
-use osauth::services::{NETWORK, NetworkService};
-use osauth::{ErrorKind, ServiceRequestBuilder, Session};
-use reqwest::StatusCode;
+use osauth::Session;
+use osauth::services::NETWORK;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::neutron::FixedIp;
-use super::{Error, OpenStack, Result};
+pub use super::revision::Written;
+use super::revision::{guarded, stale_to_written};
+use super::{OpenStack, Result};
 
 /// Neutron's `fixed_ips` filters per port listing (as the security groups' listing): keeps the
 /// URL far below any proxy's limit.
 pub const ADDRESSES_PER_LISTING: usize = 100;
-
-/// The marker of a write Neutron refused because the object's revision moved (412): only the
-/// writes of this module set it, and [`is_stale`] reads it.
-const STALE_KIND: ErrorKind = ErrorKind::OperationFailed;
 
 /// What this Neutron offers the route controller (`GET /extensions`, read once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,15 +103,6 @@ pub struct PairPort {
     pub revision_number: u64,
 }
 
-/// The outcome of a write guarded by a revision.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Written<T> {
-    /// Written; the object as Neutron answered.
-    Done(T),
-    /// Someone else wrote first (412): read again and redo.
-    Stale,
-}
-
 /// What the route controller needs from Neutron.
 pub trait Routes: Send + Sync + 'static {
     /// The extensions the route controller depends on.
@@ -156,39 +144,6 @@ pub trait Routes: Send + Sync + 'static {
         pairs: &[AddressPair],
         revision: Option<u64>,
     ) -> impl Future<Output = Result<Written<PairPort>>> + Send;
-}
-
-/// True when a guarded write found the revision moved (see [`STALE_KIND`]).
-fn is_stale(error: &Error) -> bool {
-    matches!(error, Error::Call { source, .. } if source.kind() == STALE_KIND)
-}
-
-/// Maps a guarded write's 412 to [`Written::Stale`] (counted as a failed request).
-fn stale_to_written<T>(result: Result<T>) -> Result<Written<T>> {
-    match result {
-        Ok(done) => Ok(Written::Done(done)),
-        Err(error) if is_stale(&error) => Ok(Written::Stale),
-        Err(error) => Err(error),
-    }
-}
-
-/// Sends a write, with `If-Match: revision_number=N` when `revision` is given, and decodes the
-/// answer; a 412 becomes the [`STALE_KIND`] error, any other failure osauth's own.
-async fn guarded<T: serde::de::DeserializeOwned + Send>(
-    request: ServiceRequestBuilder<NetworkService>,
-    revision: Option<u64>,
-) -> Result<T, osauth::Error> {
-    let request = match revision {
-        Some(n) => request.header("If-Match", format!("revision_number={n}")),
-        None => request,
-    };
-    let response = request.send_unchecked().await?;
-    if response.status() == StatusCode::PRECONDITION_FAILED {
-        let text = response.text().await.unwrap_or_default();
-        return Err(osauth::Error::new(STALE_KIND, format!("revision changed: {text}")));
-    }
-    let response = osauth::client::check(response).await?;
-    response.json::<T>().await.map_err(osauth::Error::from)
 }
 
 #[derive(Deserialize)]
@@ -316,13 +271,7 @@ impl Routes for OpenStack {
     }
 
     async fn pair_port(&self, id: &str) -> Result<PairPort> {
-        let what = format!("port {id}");
-        let root: PortRoot = self
-            .call("network", "port_get", &what, |s| async move {
-                s.get(NETWORK, &["ports", id]).query(&PORT_FIELDS).fetch().await
-            })
-            .await?;
-        Ok(root.port)
+        super::revision::port(self, id, &PORT_FIELDS).await
     }
 
     async fn set_address_pairs(
@@ -355,16 +304,6 @@ mod tests {
         assert_eq!(got, want);
         let all = ["extraroute", "extraroute-atomic", "allowed-address-pairs", "revision-if-match"];
         assert_eq!(Support::from_aliases(all), Support::ALL);
-    }
-
-    #[test]
-    fn only_the_marked_failure_counts_as_stale() {
-        let stale =
-            Error::Call { operation: "port_update", source: osauth::Error::new(STALE_KIND, "x") };
-        assert!(is_stale(&stale));
-        let other = osauth::Error::new(ErrorKind::InvalidInput, "Constrained to 1");
-        assert!(!is_stale(&Error::Call { operation: "port_update", source: other }));
-        assert_eq!(stale_to_written::<()>(Err(stale)).unwrap(), Written::Stale);
     }
 
     #[test]

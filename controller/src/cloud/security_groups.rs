@@ -8,6 +8,7 @@ use osauth::services::NETWORK;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::revision::{Written, guarded, stale_to_written};
 use super::{OpenStack, Result};
 
 /// Neutron's `fixed_ips` filters per port listing: keeps the URL far below any proxy's limit.
@@ -59,6 +60,8 @@ pub(crate) struct MemberPort {
     pub(crate) security_groups: Vec<String>,
     /// `false`: Neutron refuses security groups on it.
     pub(crate) port_security_enabled: Option<bool>,
+    /// Bumped by every change: the guard of the groups' read-modify-write.
+    pub(crate) revision_number: u64,
 }
 
 /// A subnet's CIDR.
@@ -112,12 +115,15 @@ pub(crate) trait SecurityGroups: Send + Sync + 'static {
         &self,
         group_id: &str,
     ) -> impl Future<Output = Result<Vec<MemberPort>>> + Send;
-    /// Sets a port's security groups (the whole list).
+    /// One port (again, after a guarded write found it changed).
+    fn member_port(&self, id: &str) -> impl Future<Output = Result<MemberPort>> + Send;
+    /// Sets a port's security groups (the whole list), guarded by `revision` when given.
     fn set_port_groups(
         &self,
         port_id: &str,
         groups: &[String],
-    ) -> impl Future<Output = Result<()>> + Send;
+        revision: Option<u64>,
+    ) -> impl Future<Output = Result<Written<()>>> + Send;
     /// The subnets with these IDs.
     fn subnets(&self, ids: &[String]) -> impl Future<Output = Result<Vec<Subnet>>> + Send;
 }
@@ -148,11 +154,12 @@ struct SubnetsRoot {
 }
 
 /// The port fields the membership reads (Neutron's `fields` filter keeps the answers small).
-const PORT_FIELDS: [(&str, &str); 4] = [
+const PORT_FIELDS: [(&str, &str); 5] = [
     ("fields", "id"),
     ("fields", "fixed_ips"),
     ("fields", "security_groups"),
     ("fields", "port_security_enabled"),
+    ("fields", "revision_number"),
 ];
 
 async fn ports(
@@ -272,13 +279,25 @@ impl SecurityGroups for OpenStack {
         .await
     }
 
-    async fn set_port_groups(&self, port_id: &str, groups: &[String]) -> Result<()> {
+    async fn member_port(&self, id: &str) -> Result<MemberPort> {
+        super::revision::port(self, id, &PORT_FIELDS).await
+    }
+
+    async fn set_port_groups(
+        &self,
+        port_id: &str,
+        groups: &[String],
+        revision: Option<u64>,
+    ) -> Result<Written<()>> {
         let what = format!("port {port_id}");
-        self.call("network", "port_update", &what, |s| async move {
-            let body = json!({"port": {"security_groups": groups}});
-            s.put(NETWORK, &["ports", port_id]).json(&body).send().await.map(drop)
-        })
-        .await
+        let result = self
+            .call("network", "port_update", &what, |s| async move {
+                let body = json!({"port": {"security_groups": groups}});
+                let request = s.put(NETWORK, &["ports", port_id]).json(&body);
+                guarded::<serde::de::IgnoredAny>(request, revision).await.map(drop)
+            })
+            .await;
+        stale_to_written(result)
     }
 
     async fn subnets(&self, ids: &[String]) -> Result<Vec<Subnet>> {

@@ -4,6 +4,7 @@
 mod binary;
 mod downgrade;
 mod end_to_end;
+mod guarded_writes;
 mod in_cluster;
 mod leader_migration;
 mod load_balancer;
@@ -13,8 +14,8 @@ mod proxy;
 mod real_kube_bootstrap;
 mod real_kube_leader;
 mod real_kube_nodes;
-mod real_kube_services;
 mod real_kube_rbac;
+mod real_kube_services;
 mod real_openstack;
 mod request_pattern;
 mod route_controller;

@@ -105,7 +105,7 @@ impl OctaviaFront {
 
 /// Sends the request to `real`, as it came (its headers but `Host`), and returns the answer
 /// with the real service's URL in its body pointed back at `front` (version documents name it).
-async fn relay(
+pub(crate) async fn relay(
     client: &reqwest::Client,
     real: &str,
     front: &str,

@@ -23,21 +23,12 @@ fn start_in(
     region: &str,
     cluster: &str,
 ) -> (Process, tempfile::TempDir) {
-    let conf = format!(
-        "[Global]\nauth-url = {}\napplication-credential-id = {}\napplication-credential-secret = \
-         {}\nregion = {region}\n\n[LoadBalancer]\nsubnet-id = {}\nfloating-network-id = {}\n\
-         manage-security-groups = true\n",
-        env["OPENSTACK_AUTH_URL"],
-        env["OPENSTACK_APPCRED_ID"],
-        env["OPENSTACK_APPCRED_SECRET"],
-        env["OPENSTACK_INTERNAL_SUBNET_ID"],
-        env["OPENSTACK_EXTERNAL_NETWORK_ID"],
+    let lb = format!(
+        "subnet-id = {}\nfloating-network-id = {}\nmanage-security-groups = true\n",
+        env["OPENSTACK_INTERNAL_SUBNET_ID"], env["OPENSTACK_EXTERNAL_NETWORK_ID"],
     );
-    let cluster_flag = format!("--cluster-name={cluster}");
     testkit::sweep::watch(cluster); // what its CCM makes carries the cluster name
-    let flags = ["--controllers=service", &cluster_flag, "--leader-elect=false"];
-    let (process, _port, dir) = start_ccm(&fake.url(), &conf, &flags);
-    (process, dir)
+    crate::load_balancer::start_in_region(env, fake, region, cluster, &lb)
 }
 
 /// Waits for the front to hold the armed call, then kills the controller with SIGKILL: the

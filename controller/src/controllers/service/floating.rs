@@ -9,6 +9,10 @@ use super::{Error, Result, names, ownership};
 use crate::cloud::floating_ips::{FloatingIp, FloatingIpSpec};
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::LoadBalancer;
+use crate::cloud::revision::{self, Written};
+
+/// How many times a floating IP is read and moved before the sync gives up (and is retried).
+const ATTEMPTS: usize = 3;
 
 /// The floating IPs on the VIP port of `lb`.
 async fn on_vip<L: LoadBalancing>(cloud: &L, lb: &LoadBalancer) -> Result<Vec<FloatingIp>> {
@@ -47,16 +51,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
                 "spec.loadBalancerIP {address}: no such floating IP in the project"
             )));
         };
-        if fip.port_id.as_deref().is_some_and(|p| !p.is_empty() && p != lb.vip_port_id) {
-            return Err(Error::Invalid(format!(
-                "spec.loadBalancerIP {address}: the floating IP is attached to another port"
-            )));
-        }
-        let doing = format!("attaching floating IP {address} to load balancer {}", lb.id);
-        cloud
-            .set_floating_ip_port(&fip.id, Some(&lb.vip_port_id))
-            .await
-            .map_err(Error::cloud(doing))?;
+        move_to(cloud, fip.clone(), lb, true).await?;
         return Ok(Some(fip.floating_ip_address));
     }
     let Some(network) = &settings.floating_network_id else { return Ok(None) };
@@ -146,9 +141,61 @@ async fn release<L: LoadBalancing>(
             let doing = format!("releasing floating IP {}", fip.floating_ip_address);
             cloud.delete_floating_ip(&fip.id).await.map_err(Error::cloud(doing))?;
         } else {
-            let doing = format!("detaching floating IP {}", fip.floating_ip_address);
-            cloud.set_floating_ip_port(&fip.id, None).await.map_err(Error::cloud(doing))?;
+            move_to(cloud, fip.clone(), lb, false).await?;
         }
     }
     Ok(())
+}
+
+/// Attaches `fip` to the VIP port of `lb`, or detaches it from there: under its revision, read
+/// again after a 412, so that a floating IP someone else moved meanwhile is never taken from
+/// them (attaching one now on another port is an error; detaching one gone elsewhere, nothing).
+async fn move_to<L: LoadBalancing>(
+    cloud: &L,
+    mut fip: FloatingIp,
+    lb: &LoadBalancer,
+    attach: bool,
+) -> Result<()> {
+    let address = fip.floating_ip_address.clone();
+    let doing = match attach {
+        true => format!("attaching floating IP {address} to load balancer {}", lb.id),
+        false => format!("detaching floating IP {address}"),
+    };
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            let filter = [("id", fip.id.clone())];
+            let found = cloud.floating_ips(&filter).await.map_err(Error::cloud(doing.clone()))?;
+            match found.into_iter().next() {
+                Some(again) => fip = again,
+                None if attach => {
+                    return Err(Error::Invalid(format!("{doing}: it was released meanwhile")));
+                }
+                None => return Ok(()),
+            }
+        }
+        let on = fip.port_id.as_deref().filter(|p| !p.is_empty());
+        let vip = Some(lb.vip_port_id.as_str());
+        match (attach, on) {
+            (true, on) if on == vip => return Ok(()),
+            (true, Some(_)) => {
+                return Err(Error::Invalid(format!(
+                    "spec.loadBalancerIP {address}: the floating IP is attached to another port"
+                )));
+            }
+            (false, on) if on != vip => return Ok(()),
+            _ => {}
+        }
+        let to = attach.then_some(lb.vip_port_id.as_str());
+        let guard = revision::guard(fip.revision_number);
+        match cloud.set_floating_ip_port(&fip.id, to, guard).await {
+            Ok(Written::Done(())) => return Ok(()),
+            Ok(Written::Stale) => {
+                tracing::debug!(%address, attempt, "floating IP changed meanwhile; read again");
+            }
+            Err(source) => return Err(Error::cloud(doing)(source)),
+        }
+    }
+    Err(Error::Invalid(format!(
+        "{doing}: it changed {ATTEMPTS} times while being written; tried again later"
+    )))
 }

@@ -7,14 +7,21 @@
 //! health checks come from. It sits on the Neutron ports holding the members' addresses, is
 //! taken off a port whose node left, and goes with the Service. Only groups a controller made
 //! for the Service are ever changed or deleted (ours by the owner tag; upstream's, by its
-//! description, are tagged and taken over); a port keeps every other group it has. Rules are
-//! added before the ones no longer wanted are deleted: no moment with less open than asked.
+//! description, are tagged and taken over); a port keeps every other group it has: its group
+//! list is read, changed and written back under the port's revision (`If-Match`), read again
+//! when another writer came first. Rules are added before the ones no longer wanted are
+//! deleted: no moment with less open than asked.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::desired::{Backend, Port, ServiceId};
 use super::{Error, Result, names, ownership};
+use crate::cloud::revision::{self, Written};
 use crate::cloud::security_groups::{MemberPort, RuleSpec, SecurityGroup, SecurityGroups};
+
+/// How many times a port's groups are read and written before the sync gives up (and is
+/// retried with backoff): each 412 means another writer's change went in.
+const ATTEMPTS: usize = 3;
 
 /// Which Service the group serves.
 #[derive(Debug, Clone, Copy)]
@@ -103,9 +110,7 @@ pub(crate) async fn ensure<C: SecurityGroups>(
                 "port security is off on this member port: its security group cannot be set");
             continue;
         }
-        let mut groups = port.security_groups.clone();
-        groups.push(group.id.clone());
-        set_groups(cloud, &port.id, &groups, &group).await?;
+        set_groups(cloud, port, &group, Change::Add).await?;
     }
     if adopting {
         // The in-tree layout let the members in through rules in the nodes' own groups that
@@ -271,29 +276,64 @@ async fn take_off<C: SecurityGroups>(
     port: &MemberPort,
     group: &SecurityGroup,
 ) -> Result<()> {
-    let groups: Vec<String> =
-        port.security_groups.iter().filter(|g| **g != group.id).cloned().collect();
-    set_groups(cloud, &port.id, &groups, group).await
+    set_groups(cloud, port, group, Change::Remove).await
 }
 
+/// What a write does to a port's group list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Add,
+    Remove,
+}
+
+/// Puts `group` on the port or takes it off: the port's list as read, changed, written back
+/// under the port's revision; after a 412 the port is read again and the change applied to
+/// what it holds then, so that a group another writer put on (or took off) meanwhile stays so.
 async fn set_groups<C: SecurityGroups>(
     cloud: &C,
-    port_id: &str,
-    groups: &[String],
+    port: &MemberPort,
     group: &SecurityGroup,
+    change: Change,
 ) -> Result<()> {
-    let doing = format!("setting security group {} on port {port_id}", group.id);
-    match cloud.set_port_groups(port_id, groups).await {
-        Ok(()) => Ok(()),
-        // The port went (its server was deleted), or it carries a group this project cannot
-        // see (Octavia's own on a VIP port belongs to its service project): left as it is.
-        Err(e) if e.is_not_found() => {
-            tracing::info!(port = %port_id, group = %group.id,
-                "port not found, or it carries a group this project cannot see: left as it is");
-            Ok(())
+    let doing = format!("setting security group {} on port {}", group.id, port.id);
+    let mut port = port.clone();
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            port = match cloud.member_port(&port.id).await {
+                Ok(port) => port,
+                Err(e) if e.is_not_found() => return left_as_is(&port.id, group),
+                Err(source) => return Err(Error::cloud(doing)(source)),
+            };
         }
-        Err(source) => Err(Error::cloud(doing)(source)),
+        if port.security_groups.contains(&group.id) == (change == Change::Add) {
+            return Ok(());
+        }
+        let mut groups: Vec<String> =
+            port.security_groups.iter().filter(|g| **g != group.id).cloned().collect();
+        if change == Change::Add {
+            groups.push(group.id.clone());
+        }
+        let guard = revision::guard(port.revision_number);
+        match cloud.set_port_groups(&port.id, &groups, guard).await {
+            Ok(Written::Done(())) => return Ok(()),
+            Ok(Written::Stale) => {
+                tracing::debug!(port = %port.id, attempt, "port changed meanwhile; read again");
+            }
+            // The port went (its server was deleted), or it carries a group this project cannot
+            // see (Octavia's own on a VIP port belongs to its service project): left as it is.
+            Err(e) if e.is_not_found() => return left_as_is(&port.id, group),
+            Err(source) => return Err(Error::cloud(doing)(source)),
+        }
     }
+    Err(Error::Invalid(format!(
+        "{doing}: the port changed {ATTEMPTS} times while being written; tried again later"
+    )))
+}
+
+fn left_as_is(port: &str, group: &SecurityGroup) -> Result<()> {
+    tracing::info!(%port, group = %group.id,
+        "port not found, or it carries a group this project cannot see: left as it is");
+    Ok(())
 }
 
 #[cfg(test)]

@@ -65,6 +65,7 @@ mod neutron {
 
     use super::*;
     use crate::cloud::neutron::FixedIp;
+    use crate::cloud::revision::Written;
     use crate::cloud::security_groups::{Rule, Subnet};
 
     #[derive(Debug, Clone)]
@@ -83,6 +84,10 @@ mod neutron {
         pub(super) ports: Vec<(String, String, Vec<String>)>,
         pub(super) log: Vec<String>,
         pub(super) next: u32,
+        /// Each port's revision (1 until written), bumped by every write of its groups.
+        pub(super) revisions: std::collections::BTreeMap<String, u64>,
+        /// Another writer's group, put on the member's port right before our first write to it.
+        pub(super) interloper: Option<String>,
     }
 
     /// The NodePort checked after every write, and its member's port.
@@ -133,13 +138,14 @@ mod neutron {
             SecurityGroup { security_group_rules, ..group.clone() }
         }
 
-        fn port_view(port: &(String, String, Vec<String>)) -> MemberPort {
+        fn port_view(state: &State, port: &(String, String, Vec<String>)) -> MemberPort {
             let fixed = FixedIp { ip_address: port.1.clone(), subnet_id: "subnet".into() };
             MemberPort {
                 id: port.0.clone(),
                 fixed_ips: vec![fixed],
                 security_groups: port.2.clone(),
                 port_security_enabled: Some(true),
+                revision_number: state.revisions.get(&port.0).copied().unwrap_or(1),
             }
         }
     }
@@ -230,24 +236,48 @@ mod neutron {
         ) -> crate::cloud::Result<Vec<MemberPort>> {
             let state = self.state.lock().unwrap();
             let held = state.ports.iter().filter(|p| addresses.contains(&p.1));
-            Ok(held.map(Fake::port_view).collect())
+            Ok(held.map(|p| Fake::port_view(&state, p)).collect())
         }
 
         async fn ports_in_group(&self, group_id: &str) -> crate::cloud::Result<Vec<MemberPort>> {
             let state = self.state.lock().unwrap();
             let carrying = state.ports.iter().filter(|p| p.2.iter().any(|g| g == group_id));
-            Ok(carrying.map(Fake::port_view).collect())
+            Ok(carrying.map(|p| Fake::port_view(&state, p)).collect())
+        }
+
+        async fn member_port(&self, id: &str) -> crate::cloud::Result<MemberPort> {
+            let mut state = self.state.lock().unwrap();
+            state.log.push(format!("read port {id}"));
+            let port = state.ports.iter().find(|p| p.0 == id).unwrap();
+            Ok(Fake::port_view(&state, port))
         }
 
         async fn set_port_groups(
             &self,
             port_id: &str,
             groups: &[String],
-        ) -> crate::cloud::Result<()> {
+            revision: Option<u64>,
+        ) -> crate::cloud::Result<Written<()>> {
+            let mut stale = false;
             self.write(format!("port {port_id} groups {groups:?}"), |s| {
+                if port_id == self.member_port
+                    && let Some(theirs) = s.interloper.take()
+                {
+                    s.ports
+                        .iter_mut()
+                        .filter(|p| p.0 == port_id)
+                        .for_each(|p| p.2.push(theirs.clone()));
+                    *s.revisions.entry(port_id.to_owned()).or_insert(1) += 1;
+                }
+                let current = s.revisions.get(port_id).copied().unwrap_or(1);
+                if revision.is_some_and(|r| r != current) {
+                    stale = true;
+                    return;
+                }
                 s.ports.iter_mut().filter(|p| p.0 == port_id).for_each(|p| p.2 = groups.to_vec());
+                s.revisions.insert(port_id.to_owned(), current + 1);
             });
-            Ok(())
+            Ok(if stale { Written::Stale } else { Written::Done(()) })
         }
 
         async fn subnets(&self, _ids: &[String]) -> crate::cloud::Result<Vec<Subnet>> {
@@ -352,14 +382,10 @@ async fn the_in_tree_layout_moves_to_ours_without_a_moment_where_the_node_port_i
     assert_eq!(cloud.state.lock().unwrap().log.len(), log);
 }
 
-#[tokio::test]
-async fn a_service_deleted_before_the_take_over_leaves_no_rule_in_the_nodes_groups() {
-    let cloud = in_tree_layout();
-    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
-    let owner = Owner { service: &service, load_balancer: "" };
-    // Once the Service goes nothing needs its NodePort: the fake's check is off.
-    let cloud = neutron::Fake { node_port: 1, ..cloud };
-    cloud.state.lock().unwrap().rules.push(neutron::FakeRule {
+/// A rule of the node's group that lets port 1 in: the fake's check passes with it whatever
+/// our group does (for tests that are not about the take-over order).
+fn open_port_one() -> neutron::FakeRule {
+    neutron::FakeRule {
         id: "keep".into(),
         group: "node".into(),
         spec: RuleSpec {
@@ -368,10 +394,49 @@ async fn a_service_deleted_before_the_take_over_leaves_no_rule_in_the_nodes_grou
             ..RuleSpec::default()
         },
         remote_group: None,
-    });
+    }
+}
+
+#[tokio::test]
+async fn a_service_deleted_before_the_take_over_leaves_no_rule_in_the_nodes_groups() {
+    let cloud = in_tree_layout();
+    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let owner = Owner { service: &service, load_balancer: "" };
+    // Once the Service goes nothing needs its NodePort: the fake's check is off.
+    let cloud = neutron::Fake { node_port: 1, ..cloud };
+    cloud.state.lock().unwrap().rules.push(open_port_one());
     delete(&cloud, owner).await.unwrap();
     let state = cloud.state.lock().unwrap();
     assert!(state.groups.iter().all(|g| g.id != "theirs"), "{:#?}", state.groups);
     let left: Vec<&str> = state.rules.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(left, ["keep"], "the node group keeps its own rules only");
+}
+
+#[tokio::test]
+async fn a_port_changed_by_another_writer_is_read_again_and_keeps_both_groups() {
+    // The member's port with the node's own group, which lets the fake's checked port 1 in.
+    let state = neutron::State {
+        groups: vec![SecurityGroup { id: "node".into(), ..SecurityGroup::default() }],
+        rules: vec![open_port_one()],
+        ports: vec![("member".into(), "10.0.0.5".into(), vec!["node".into()])],
+        interloper: Some("another-service".into()),
+        ..neutron::State::default()
+    };
+    let cloud = neutron::Fake {
+        state: std::sync::Mutex::new(state),
+        node_port: 1,
+        member_port: "member".into(),
+    };
+    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
+    ensure(&cloud, owner, &[port("TCP", 30080)], &[], &[member("10.0.0.5")]).await.unwrap();
+    let state = cloud.state.lock().unwrap();
+    let ours = state.groups.iter().find(|g| g.name == "lb-sg-u1-shop-web").unwrap();
+    let member = state.ports.iter().find(|p| p.0 == "member").unwrap();
+    assert_eq!(member.2, ["node", "another-service", ours.id.as_str()], "{:#?}", state.log);
+    // The first write met the other writer's revision (412): the port was read again.
+    let writes: Vec<&String> =
+        state.log.iter().filter(|l| l.contains("port member") || l.contains("read port")).collect();
+    assert_eq!(writes.len(), 3, "write (stale), read, write: {writes:#?}");
+    assert_eq!(writes[1], "read port member");
 }
