@@ -310,8 +310,8 @@ async fn run(a: Args) -> i32 {
     if let Some(mut child) = octavia.take() {
         let status = child.wait().expect("wait for openstack-up.sh --restart");
         assert!(status.success(), "openstack-up.sh --restart octavia-api failed: {status}");
+        octavia_done = true;
     }
-    assert!(octavia_done || a.minutes > 0.0, "Octavia was never restarted");
     let chaos_end = Instant::now();
     log(
         t0,
@@ -439,6 +439,9 @@ async fn run(a: Args) -> i32 {
         printed.print();
         if summary.kills < 5 {
             println!("soak: only {} kills (at least 5 wanted): run longer", summary.kills);
+        }
+        if !octavia_done {
+            println!("soak: Octavia's API was never restarted: run longer");
         }
         println!(
             "soak: FAILED; reproduce with scripts/soak.sh --seed {} --minutes {} --services {}",

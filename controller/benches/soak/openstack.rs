@@ -17,20 +17,30 @@ impl Scripts {
         Scripts { repo, env_file }
     }
 
-    /// `soak_state.py ARGS`, its JSON answer; panics with its stderr when it fails.
+    /// `soak_state.py ARGS`, its JSON answer; panics with its stderr when it fails. The reads
+    /// (`state`, `decoys-show`) are tried three times: the stack's services on SQLite answer a
+    /// 500 now and then, and one must not end an hour's run.
     pub(crate) fn state(&self, args: &[&str]) -> Value {
         let script = self.repo.join("scripts/openstack/soak_state.py");
-        let out = Command::new(&script)
-            .args(["--env", &self.env_file])
-            .args(args)
-            .output()
-            .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "soak_state.py {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("soak_state.py prints JSON")
+        let tries = if matches!(args.first(), Some(&"state" | &"decoys-show")) { 3 } else { 1 };
+        for attempt in 1..=tries {
+            let out = Command::new(&script)
+                .args(["--env", &self.env_file])
+                .args(args)
+                .output()
+                .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+            if out.status.success() {
+                return serde_json::from_slice(&out.stdout).expect("soak_state.py prints JSON");
+            }
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(attempt < tries, "soak_state.py {args:?}: {err}");
+            eprintln!(
+                "soak_state.py {args:?} failed (tried again): {}",
+                err.trim().lines().last().unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+        unreachable!("the last attempt returned or panicked")
     }
 
     /// `inventory.py save FILE`.
