@@ -177,7 +177,6 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
     let lb_list = || lb_list(&env, &name);
 
     let ingress = ingress_ip(&fake, &process, "shop", "web").await;
-    assert!(std::env::var_os("H5_DEMO").is_none() || h5_demo_abort()); // H5 DEMO
     let svc = fake.get("v1", "services", "shop", "web").unwrap();
     assert_eq!(svc["metadata"]["finalizers"], json!([FINALIZER]));
     let lbs = lb_list().await;
@@ -745,5 +744,3 @@ async fn a_floating_subnet_pattern_picks_the_subnet_or_says_that_none_matches() 
     );
     scene(&env, &["rbac-delete", shared["id"].as_str().unwrap()]).await;
 }
-
-#[rustfmt::skip] fn h5_demo_abort() -> bool { std::process::abort() } // H5 DEMO
