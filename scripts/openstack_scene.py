@@ -529,6 +529,17 @@ class Scene:
                 "UPDATE load_balancer SET provisioning_status = ?, "
                 "operating_status = ?, updated_at = datetime('now') WHERE id = ?",
                 (a.status, 'ERROR' if a.status == 'ERROR' else 'ONLINE', a.id)).rowcount
+            if a.lose_vip_port:
+                # As a create Octavia reverted half-way leaves it: the VIP record names no port
+                # Neutron has, so Octavia's delete leaves the real one (octavia-lb-<id>) behind,
+                # without Octavia's own security group (made after the port; its delete would
+                # find it in use).
+                port = conn.execute("SELECT port_id FROM vip WHERE load_balancer_id = ?",
+                                    (a.id,)).fetchone()
+                conn.execute("UPDATE vip SET port_id = ? WHERE load_balancer_id = ?",
+                             (str(uuid.uuid4()), a.id))
+                if port and port[0]:
+                    self.conn.network.update_port(port[0], security_groups=[])
         if changed != 1:
             fail('no load balancer %s in %s' % (a.id, db))
         lb = self.conn.load_balancer.get_load_balancer(a.id)
@@ -824,6 +835,8 @@ def parse(argv):
     s.add_argument('id')
     s.add_argument('--status', default='ERROR',
                    help='provisioning status to write (ERROR; PENDING_UPDATE, ACTIVE)')
+    s.add_argument('--lose-vip-port', action='store_true',
+                   help="also make Octavia lose track of its VIP port (its delete leaves it)")
     s = sub.add_parser('member-delete', help="delete a pool's member by address")
     s.add_argument('--pool', required=True)
     s.add_argument('--address', required=True)

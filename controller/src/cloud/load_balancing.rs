@@ -4,6 +4,7 @@
 use std::future::Future;
 
 use super::floating_ips::{self, FloatingIp, FloatingIpSpec, NamedSubnet};
+use super::neutron::OwnedPort;
 use super::octavia::{self, Change, LoadBalancer, LoadBalancerSpec, Tree};
 use super::revision::{Written, stale_to_written};
 use super::security_groups::SecurityGroups;
@@ -62,6 +63,10 @@ pub(crate) trait LoadBalancing: SecurityGroups + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<NamedSubnet>>> + Send;
     /// Releases a floating IP.
     fn delete_floating_ip(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+    /// The ports named exactly `name` (a VIP port Octavia left: `octavia-lb-<id>`).
+    fn ports_named(&self, name: &str) -> impl Future<Output = Result<Vec<OwnedPort>>> + Send;
+    /// Deletes a port.
+    fn delete_port(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
     /// The subnet of the port holding fixed IP `address` (a node's), if any.
     fn subnet_of(&self, address: &str) -> impl Future<Output = Result<Option<String>>> + Send;
 }
@@ -213,6 +218,22 @@ impl LoadBalancing for OpenStack {
         let what = format!("floating IP {id}");
         self.call("network", "floatingip_delete", &what, |s| async move {
             floating_ips::delete(&s, id).await
+        })
+        .await
+    }
+
+    async fn ports_named(&self, name: &str) -> Result<Vec<OwnedPort>> {
+        let what = format!("ports named {name:?}");
+        self.call("network", "port_list", &what, |s| async move {
+            super::neutron::ports_named(&s, name).await
+        })
+        .await
+    }
+
+    async fn delete_port(&self, id: &str) -> Result<()> {
+        let what = format!("port {id}");
+        self.call("network", "port_delete", &what, |s| async move {
+            super::neutron::delete_port(&s, id).await
         })
         .await
     }

@@ -61,3 +61,34 @@ pub(crate) async fn ports_with_ip(
         session.get(NETWORK, &["ports"]).query(&[("fixed_ips", filter.as_str())]).fetch().await?;
     Ok(root.ports)
 }
+
+/// A port as the VIP-port cleanup reads it: who made it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct OwnedPort {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    /// `Octavia` on the VIP ports Octavia makes.
+    pub(crate) device_owner: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct OwnedPortsRoot {
+    ports: Vec<OwnedPort>,
+}
+
+/// The ports named exactly `name`.
+pub(crate) async fn ports_named(
+    session: &Session,
+    name: &str,
+) -> Result<Vec<OwnedPort>, osauth::Error> {
+    let query = [("name", name), ("fields", "id"), ("fields", "name"), ("fields", "device_owner")];
+    let root: OwnedPortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetch().await?;
+    Ok(root.ports)
+}
+
+/// Deletes a port.
+pub(crate) async fn delete_port(session: &Session, id: &str) -> Result<(), osauth::Error> {
+    session.delete(NETWORK, &["ports", id]).send().await.map(drop)
+}

@@ -24,6 +24,7 @@ mod takeover;
 mod tls;
 mod upgrade;
 mod upgrade_faults;
+mod vip_port;
 
 // The scale benchmark's replay of Nova and Neutron (and its request classifier), for the
 // request-pattern tests; the benchmark uses the rest of them.

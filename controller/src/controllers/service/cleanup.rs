@@ -11,13 +11,15 @@ use super::desired::ServiceId;
 use super::ownership::{self, Found};
 use super::reconcile::{converge, write_ingress};
 use super::{
-    Error, Result, ServiceContext, annotations, diff, floating, names, security_group, wait,
+    Error, Result, ServiceContext, annotations, diff, floating, names, security_group, vip_port,
+    wait,
 };
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::LoadBalancerSpec;
 
 /// Everything this Service has in OpenStack goes: its listeners on a shared load balancer, or
-/// the load balancer it owns with its floating IP. Nothing it did not create is touched.
+/// the load balancer it owns with its floating IP (and its VIP port, if Octavia left it).
+/// Nothing it did not create is touched.
 pub(super) async fn cleanup<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
@@ -55,6 +57,7 @@ pub(super) async fn cleanup<L: LoadBalancing>(
             let doing = format!("deleting load balancer {}", lb.id);
             ctx.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
             wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+            vip_port::clean_left(ctx.cloud.as_ref(), &lb, &id, settings.keep_floating_ip).await?;
         } else {
             // Shared with other Services: only this Service's listeners go.
             let lb_name = tags[0].clone();

@@ -20,6 +20,7 @@ pub(crate) mod ownership;
 pub(crate) mod reconcile;
 pub(crate) mod run;
 pub(crate) mod security_group;
+mod vip_port;
 pub(crate) mod wait;
 
 use std::collections::BTreeMap;

@@ -15,7 +15,7 @@ use super::desired::{self, NodeView, Port, ServiceId, Vip};
 use super::ownership::{self, Found, Maker};
 use super::{
     Error, FINALIZER, Result, ServiceContext, converged, diff, floating, names, security_group,
-    wait,
+    vip_port, wait,
 };
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{ACTIVE, Change, ERROR, LoadBalancer, LoadBalancerSpec};
@@ -344,7 +344,8 @@ async fn create<L: LoadBalancing>(
 }
 
 /// Our load balancer went to ERROR (Octavia gave up on a create or an update): nothing can
-/// change it any more, so it goes (its floating IP as on delete) and is made again.
+/// change it any more, so it goes (its floating IP as on delete, and its VIP port if Octavia
+/// left it) and is made again.
 async fn recreate<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
@@ -359,6 +360,7 @@ async fn recreate<L: LoadBalancing>(
     let doing = format!("deleting load balancer {} (in ERROR)", lb.id);
     ctx.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
     wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+    vip_port::clean_left(ctx.cloud.as_ref(), &lb, id, settings.keep_floating_ip).await?;
     create(service, ctx, spec).await
 }
 
