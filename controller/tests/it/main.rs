@@ -8,6 +8,7 @@ mod guarded_writes;
 mod in_cluster;
 mod leader_migration;
 mod load_balancer;
+mod load_balancer_ip;
 mod load_balancer_settings;
 mod oracle;
 mod proxy;

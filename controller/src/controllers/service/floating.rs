@@ -1,6 +1,7 @@
 //! The floating IP of an external load balancer: the one already on its VIP port, the user's
-//! (`spec.loadBalancerIP`), or one allocated and tagged as ours; released only if a controller
-//! made it for the Service (ours, or upstream's by its description), a user's only detached.
+//! (`spec.loadBalancerIP`: theirs when it exists, else allocated with that address), or one
+//! allocated and tagged as ours; released only if a controller made it for the Service (ours,
+//! or upstream's by its description), a user's only detached.
 
 use super::annotations::Settings;
 use super::desired::ServiceId;
@@ -47,9 +48,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         let doing = format!("looking up floating IP {address}");
         let found = cloud.floating_ips(&filter).await.map_err(Error::cloud(doing))?;
         let Some(fip) = found.into_iter().next() else {
-            return Err(Error::Invalid(format!(
-                "spec.loadBalancerIP {address}: no such floating IP in the project"
-            )));
+            return allocate_requested(cloud, lb, settings, address).await.map(Some);
         };
         move_to(cloud, fip.clone(), lb, true).await?;
         return Ok(Some(fip.floating_ip_address));
@@ -84,6 +83,64 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         Some(error) => Error::cloud(doing)(error),
         None => Error::Invalid(format!("{doing}: no subnet to try")),
     })
+}
+
+/// `spec.loadBalancerIP` not allocated yet: allocated with that address on the floating
+/// network, as upstream does, and tagged as ours (so released with the Service, where a user's
+/// pre-made one is only detached). Neutron refusing the address (outside the network's
+/// subnets, taken by another project, or its policy: choosing the address is admin-only by
+/// default) is the Service's error, with the reason.
+async fn allocate_requested<L: LoadBalancing>(
+    cloud: &L,
+    lb: &LoadBalancer,
+    settings: &Settings,
+    address: &str,
+) -> Result<String> {
+    let Some(network) = &settings.floating_network_id else {
+        return Err(Error::Invalid(format!(
+            "spec.loadBalancerIP {address}: no such floating IP in the project, and no floating \
+             network to allocate it on (floating-network-id)"
+        )));
+    };
+    let spec = FloatingIpSpec {
+        floating_network_id: network.clone(),
+        subnet_id: settings.floating_subnet.id.clone(),
+        floating_ip_address: Some(address.to_owned()),
+        port_id: lb.vip_port_id.clone(),
+        description: names::cut(format!("Floating IP for load balancer {}", lb.name)),
+    };
+    let tags = [lb.name.clone(), names::OWNER_TAG.to_owned()];
+    match cloud.create_floating_ip(&spec, &tags).await {
+        Ok(fip) => {
+            tracing::info!(load_balancer = %lb.id, %address, "floating IP allocated as asked");
+            Ok(fip.floating_ip_address)
+        }
+        Err(crate::cloud::Error::Call { source, .. })
+            if source.kind() == osauth::ErrorKind::AccessDenied =>
+        {
+            Err(Error::Invalid(format!(
+                "spec.loadBalancerIP {address}: not a floating IP of the project, and Neutron's \
+                 policy does not let this project choose a floating IP's address \
+                 (create_floatingip:floating_ip_address, admin only by default): allocate it in \
+                 the project first, or have the policy granted"
+            )))
+        }
+        Err(crate::cloud::Error::Call { source, .. }) if refused(&source) => {
+            Err(Error::Invalid(format!(
+                "spec.loadBalancerIP {address}: not a floating IP of the project, and floating \
+                 network {network} cannot give it: {source}"
+            )))
+        }
+        Err(source) => {
+            let doing = format!("allocating floating IP {address} on network {network}");
+            Err(Error::cloud(doing)(source))
+        }
+    }
+}
+
+/// Neutron said no to the request itself (400, 409): not worth a retry as it stands.
+fn refused(error: &osauth::Error) -> bool {
+    matches!(error.kind(), osauth::ErrorKind::InvalidInput | osauth::ErrorKind::Conflict)
 }
 
 /// The subnets to try in order: the configured one (or Neutron's choice), or those that

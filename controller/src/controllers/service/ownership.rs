@@ -197,9 +197,11 @@ fn clusters<'a>(service: &ServiceId<'a>) -> impl Iterator<Item = &'a str> {
 }
 
 /// A floating IP on the VIP of the Service's own load balancer `lb` that a controller
-/// allocated for it, and so releases with it: ours (tagged), upstream's (its description), or,
+/// allocated for it, and so releases with it: ours (tagged; also one allocated with the address
+/// `spec.loadBalancerIP` asked for when the project had none), upstream's (its description), or,
 /// on a load balancer the in-tree provider made, one without description or tags (the in-tree
-/// provider made the floating IP of its VIP so, and released it on delete).
+/// provider made the floating IP of its VIP so, and released it on delete). A user's pre-made
+/// `spec.loadBalancerIP` carries none of these: only detached.
 pub(crate) fn floating_ip_is_own(
     fip: &FloatingIp,
     lb: &LoadBalancer,
