@@ -66,6 +66,28 @@ fn member_ips(fake: &FakeApiServer) -> Vec<String> {
     ips
 }
 
+/// What the API server alone shows is not done yet: a LoadBalancer Service without an
+/// ingress, a ClusterIP one with one, a deleted one still there (its finalizer).
+pub(crate) fn pending(world: &World, fake: &FakeApiServer) -> Vec<String> {
+    let mut left = Vec::new();
+    for (name, svc) in &world.live {
+        let object = fake.get("v1", "services", NAMESPACE, name);
+        let ingress = object.as_ref().and_then(|o| o.pointer("/status/loadBalancer/ingress/0/ip"));
+        if svc.balanced != ingress.is_some() {
+            left.push(format!(
+                "Service {name}: ingress {ingress:?} (type LoadBalancer: {})",
+                svc.balanced
+            ));
+        }
+    }
+    for name in &world.deleted {
+        if fake.get("v1", "services", NAMESPACE, name).is_some() {
+            left.push(format!("deleted Service {name} is still there"));
+        }
+    }
+    left
+}
+
 /// `decoys`: IDs the checks leave out (compared separately, field by field).
 pub(crate) fn check(
     world: &World,
