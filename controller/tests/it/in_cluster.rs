@@ -264,14 +264,35 @@ fn yaml(path: &Path) -> Value {
     serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// Runs `command` at drop (bounded, errors ignored): the cleanup of what a test made outside
-/// its namespace, on failure too.
+/// Runs `command` at drop (bounded; a failure is tried twice more, then reported on stderr):
+/// the cleanup of what a test made outside its namespace, on failure too. A loaded stack's
+/// SQLite answers 500 now and then: a delete ignored once left a server behind in CI.
 pub(crate) struct OnDrop(pub(crate) Vec<Command>);
 
 impl Drop for OnDrop {
     fn drop(&mut self) {
         for cmd in self.0.drain(..) {
-            let _ = run_bounded(cmd, None);
+            let program = cmd.get_program().to_owned();
+            let args: Vec<_> = cmd.get_args().map(ToOwned::to_owned).collect();
+            let envs: Vec<_> =
+                cmd.get_envs().map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned))).collect();
+            for attempt in 1..=3 {
+                let mut again = Command::new(&program);
+                again.args(&args);
+                for (key, value) in &envs {
+                    match value {
+                        Some(value) => again.env(key, value),
+                        None => again.env_remove(key),
+                    };
+                }
+                let out = run_bounded(again, None);
+                if out.status.success() {
+                    break;
+                }
+                let why = String::from_utf8_lossy(&out.stderr);
+                eprintln!("cleanup {program:?} {args:?} failed (attempt {attempt} of 3): {why}");
+                std::thread::sleep(std::time::Duration::from_secs(2));
+            }
         }
     }
 }
