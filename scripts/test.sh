@@ -48,7 +48,10 @@ step "tests"
 # A missing or changed golden file fails the run instead of being written (review them with
 # `cargo insta review`, or regenerate with INSTA_UPDATE=always and read the diff).
 export INSTA_UPDATE=no
-cargo nextest run --workspace --locked --no-fail-fast "${filter[@]}"
+# A filter may match only tests that need the real services (they run below).
+no_tests=()
+[ ${#filter[@]} -eq 0 ] || no_tests=(--no-tests=pass)
+cargo nextest run --workspace --locked --no-fail-fast "${no_tests[@]}" "${filter[@]}"
 if [ ${#filter[@]} -eq 0 ]; then
   cargo test --workspace --locked --doc
   step "benchmarks still run (scripts/bench.sh --quick; figures: BENCHMARKS.md)"
