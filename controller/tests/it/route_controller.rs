@@ -635,42 +635,16 @@ async fn real_requests_per_route_resync_at_20_nodes_of_real_servers() {
     real.delete_servers(&prefix, &servers).await;
 }
 
-/// A dual-stack network of one test on the shared router (IPv4 and IPv6 subnets, both router
-/// interfaces), removed with its ports when the test ends, on failure too.
-struct DualStackNetwork {
-    name: String,
-    script: String,
-}
-
-impl DualStackNetwork {
-    async fn create(env: &StackEnv, name: &str, cidr4: &str, cidr6: &str) -> DualStackNetwork {
-        let script = env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py").to_owned();
-        let network = DualStackNetwork { name: name.to_owned(), script };
-        let args =
-            ["dual-stack-network-create", "--name", name, "--cidr4", cidr4, "--cidr6", cidr6];
-        scene(env, &args).await;
-        network
-    }
-}
-
-impl Drop for DualStackNetwork {
-    fn drop(&mut self) {
-        let args = ["dual-stack-network-delete", "--name", &self.name];
-        let done = std::process::Command::new(&self.script).args(args).output();
-        if !done.as_ref().is_ok_and(|o| o.status.success()) {
-            eprintln!("could not delete network {}: {done:?}", self.name);
-        }
-    }
-}
-
 #[tokio::test]
 #[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
 async fn real_dual_stack_nodes_get_a_route_and_a_pair_per_family() {
     let _sweep = Sweep::start();
     let env = StackEnv::load();
     let name = format!("occm-route-dual-{}", std::process::id());
-    let network = DualStackNetwork::create(&env, &name, "10.9.0.0/24", "fd00:9::/64").await;
-    let port = scene(&env, &["port-create", "--network", &network.name, "--name", &name]).await;
+    // A network of the test's own; the Sweep deletes it (router interfaces first) on failure.
+    let args = ["dual-stack-network-create", "--name", &name, "--cidr4", "10.9.0.0/24"];
+    scene(&env, &[&args[..], &["--cidr6", "fd00:9::/64"]].concat()).await;
+    let port = scene(&env, &["port-create", "--network", &name, "--name", &name]).await;
     let address = |family: &str| {
         let ips = port["fixed_ips"].as_array().unwrap().iter();
         let ips: Vec<&str> = ips.map(|f| f["ip_address"].as_str().unwrap()).collect();
@@ -719,23 +693,7 @@ async fn real_dual_stack_nodes_get_a_route_and_a_pair_per_family() {
         assert!(share.routes().await.is_empty());
     }
     assert!(pairs(&cloud, &ip6).await.is_empty());
-    drop(network);
-}
-
-/// A port the test made, deleted when the test ends, on failure too.
-struct PortGuard {
-    id: String,
-    script: String,
-}
-
-impl Drop for PortGuard {
-    fn drop(&mut self) {
-        let done =
-            std::process::Command::new(&self.script).args(["port-delete", &self.id]).output();
-        if !done.as_ref().is_ok_and(|o| o.status.success()) {
-            eprintln!("could not delete port {}: {done:?}", self.id);
-        }
-    }
+    scene(&env, &["dual-stack-network-delete", "--name", &name]).await;
 }
 
 #[tokio::test]
@@ -748,8 +706,6 @@ async fn real_port_security_off_gets_its_route_and_no_pair() {
     let name = format!("occm-route-nosec-{}", std::process::id());
     let args = ["port-create", "--name", name.as_str(), "--no-port-security"];
     let port = scene(&env, &args).await;
-    let script = env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py").to_owned();
-    let guard = PortGuard { id: port["id"].as_str().unwrap().to_owned(), script };
     assert_eq!(port["port_security_enabled"], false, "{port}");
     let ip = port["fixed_ips"][0]["ip_address"].as_str().unwrap().to_owned();
     let metrics = Metrics::shared();
@@ -769,5 +725,5 @@ async fn real_port_security_off_gets_its_route_and_no_pair() {
     assert_eq!(network_calls(&metrics, &["port_update"]), [("port_update", 0)]);
     assert_eq!(condition(&fake, "nosec"), created());
     share.clean().await;
-    drop(guard);
+    scene(&env, &["port-delete", port["id"].as_str().unwrap()]).await;
 }

@@ -46,15 +46,7 @@ impl KubeStack {
     /// Reads the file `CCM_KUBE_ENV` names; panics, saying how to start the cluster, when it is
     /// unset or unreadable.
     pub fn load() -> KubeStack {
-        let path = std::env::var(VAR).unwrap_or_else(|_| {
-            panic!(
-                "{VAR} is not set: start the cluster with `export {VAR}=$(scripts/kube-up.sh)` \
-                 (scripts/test.sh does both)"
-            )
-        });
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("cannot read {VAR}={path}: {e}"));
-        KubeStack { env: StackEnv::parse(&text) }
+        KubeStack { env: StackEnv::load_from(VAR, "scripts/kube-up.sh") }
     }
 
     /// The API server's URL (`https://127.0.0.1:PORT`).

@@ -19,14 +19,19 @@ impl StackEnv {
     /// Reads the file `CCM_OPENSTACK_ENV` names; panics, saying how to start the stack, when
     /// it is unset or unreadable.
     pub fn load() -> StackEnv {
-        let path = std::env::var(VAR).unwrap_or_else(|_| {
+        StackEnv::load_from(VAR, "scripts/openstack-up.sh")
+    }
+
+    /// Reads the env file the variable `var` names (written by the script `up`); panics, saying
+    /// how to start it, when unset or unreadable.
+    pub fn load_from(var: &str, up: &str) -> StackEnv {
+        let path = std::env::var(var).unwrap_or_else(|_| {
             panic!(
-                "{VAR} is not set: start the services with `export {VAR}=$(scripts/openstack-up.sh)` \
-                 (scripts/test.sh does both)"
+                "{var} is not set: start it with `export {var}=$({up})` (scripts/test.sh does both)"
             )
         });
         let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("cannot read {VAR}={path}: {e}"));
+            .unwrap_or_else(|e| panic!("cannot read {var}={path}: {e}"));
         StackEnv::parse(&text)
     }
 
