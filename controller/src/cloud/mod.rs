@@ -132,6 +132,12 @@ impl Error {
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::NotFound { .. })
     }
+
+    /// True for a call answered 409 Conflict (Octavia: the load balancer is locked while
+    /// `PENDING_*`, or what was asked clashes with what is there).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Call { source, .. } if source.kind() == osauth::ErrorKind::Conflict)
+    }
 }
 
 /// Result alias for this module.

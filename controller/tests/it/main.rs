@@ -6,6 +6,7 @@ mod downgrade;
 mod end_to_end;
 mod guarded_writes;
 mod in_cluster;
+mod lb_turns;
 mod leader_migration;
 mod load_balancer;
 mod load_balancer_ip;

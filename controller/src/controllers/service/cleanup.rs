@@ -37,6 +37,7 @@ pub(super) async fn cleanup<L: LoadBalancing>(
         Found::Foreign(_) | Found::Nothing => (None, false),
     };
     if let Some(lb) = found {
+        let turn = ctx.turns.take(&lb.id).await;
         let lb_id = lb.id.clone();
         let note = format!("Deleting load balancer {lb_id}");
         ctx.event(service, EventType::Normal, "DeletingLoadBalancer", note).await;
@@ -62,7 +63,7 @@ pub(super) async fn cleanup<L: LoadBalancing>(
             // Shared with other Services: only this Service's listeners go.
             let lb_name = tags[0].clone();
             let spec = LoadBalancerSpec { name: lb_name, ..LoadBalancerSpec::default() };
-            converge(service, ctx, lb, &spec, &id, None).await?;
+            converge(service, ctx, lb, &spec, &id, None, &turn).await?;
         }
         let note = format!("Deleted load balancer {lb_id}");
         ctx.event(service, EventType::Normal, "DeletedLoadBalancer", note).await;

@@ -16,6 +16,7 @@ pub(crate) mod floating;
 mod floating_subnet;
 pub(crate) mod names;
 pub(crate) mod notice;
+mod one_writer;
 pub(crate) mod ownership;
 pub(crate) mod reconcile;
 pub(crate) mod run;
@@ -123,6 +124,8 @@ pub(crate) struct ServiceContext<L> {
     pub(crate) converged: converged::Converged,
     /// What each Service was last told about being left alone.
     pub(crate) notices: notice::Notices,
+    /// One reconcile at a time changes a given load balancer.
+    pub(crate) turns: one_writer::Turns,
 }
 
 impl<L> std::fmt::Debug for ServiceContext<L> {

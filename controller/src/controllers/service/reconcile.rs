@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::annotations::{self, Settings};
 use super::desired::{self, NodeView, Port, ServiceId, Vip};
+use super::one_writer::Turn;
 use super::ownership::{self, Found, Maker};
 use super::{
     Error, FINALIZER, Result, ServiceContext, converged, diff, floating, names, security_group,
@@ -245,11 +246,13 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
             (recreate(service, ctx, lb, &id, &settings, &spec).await?, true, true)
         }
         Found::Own(lb, maker) => {
-            let (lb, changed) = converge(service, ctx, lb, &spec, &id, Some(maker)).await?;
+            let turn = ctx.turns.take(&lb.id).await;
+            let (lb, changed) = converge(service, ctx, lb, &spec, &id, Some(maker), &turn).await?;
             (lb, changed, true)
         }
         Found::Shared(lb) => {
-            let (lb, changed) = converge(service, ctx, lb, &spec, &id, None).await?;
+            let turn = ctx.turns.take(&lb.id).await;
+            let (lb, changed) = converge(service, ctx, lb, &spec, &id, None, &turn).await?;
             (lb, changed, false)
         }
         Found::Nothing => {
@@ -367,6 +370,7 @@ async fn recreate<L: LoadBalancing>(
 /// The calls the diff plans, one at a time with ACTIVE between; returns whether any was made.
 /// `maker` is set for the Service's own load balancer: one another controller made is adopted
 /// (its untagged listeners are the Service's; our names and tags, the load balancer's last).
+/// The caller holds the load balancer's `_turn` from before its tree is read.
 pub(super) async fn converge<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
@@ -374,6 +378,7 @@ pub(super) async fn converge<L: LoadBalancing>(
     spec: &LoadBalancerSpec,
     id: &ServiceId<'_>,
     maker: Option<Maker>,
+    _turn: &Turn,
 ) -> Result<(LoadBalancer, bool)> {
     let mut lb = lb;
     if lb.provisioning_status != ACTIVE {
@@ -498,16 +503,40 @@ async fn apply<L: LoadBalancing>(
 }
 
 /// One call, then the wait for ACTIVE: the created object's ID (empty if none) and the LB.
+/// A 409 (the load balancer locked by a writer outside this process, or left `PENDING_*` by one
+/// of ours that failed half-way) is waited out and the call made again, at most
+/// [`CONFLICT_RETRIES`] times, rather than failing the reconcile into its backoff.
 async fn call<L: LoadBalancing>(
     ctx: &ServiceContext<L>,
     lb: &LoadBalancer,
     change: &Change,
 ) -> Result<(String, LoadBalancer)> {
-    let doing = format!("{} on load balancer {}", change.label(), lb.id);
-    let created = ctx.cloud.change(&lb.id, change).await.map_err(Error::cloud(doing))?;
+    let mut conflicts = 0;
+    let created = loop {
+        match ctx.cloud.change(&lb.id, change).await {
+            Ok(created) => break created,
+            Err(error) if error.is_conflict() && conflicts < CONFLICT_RETRIES => {
+                conflicts += 1;
+                tracing::info!(
+                    load_balancer = %lb.id,
+                    change = change.label(),
+                    "Octavia answered 409 (load balancer busy): waiting for ACTIVE to try again"
+                );
+                wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+            }
+            Err(error) => {
+                let doing = format!("{} on load balancer {}", change.label(), lb.id);
+                return Err(Error::cloud(doing)(error));
+            }
+        }
+    };
     let lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
     Ok((created.unwrap_or_default(), lb))
 }
+
+/// How often one call is made again after a 409: a conflict that outlasts this many waits for
+/// ACTIVE is not a lock (a listener port taken, say) and fails the reconcile.
+const CONFLICT_RETRIES: u32 = 3;
 
 /// `status.loadBalancer.ingress` as upstream writes it: the `hostname` annotation; for a
 /// PROXY-protocol Service with `enable-ingress-hostname`, `<address>.<suffix>` (a hostname keeps

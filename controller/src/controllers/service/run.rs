@@ -203,6 +203,7 @@ impl Plan {
             resync: self.resync,
             converged: super::converged::Converged::default(),
             notices: super::notice::Notices::default(),
+            turns: super::one_writer::Turns::default(),
         };
         (Arc::new(ctx), self.concurrency)
     }
