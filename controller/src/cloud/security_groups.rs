@@ -86,8 +86,10 @@ pub(crate) trait SecurityGroups: Send + Sync + 'static {
         description: &str,
         tags: &[String],
     ) -> impl Future<Output = Result<SecurityGroup>> + Send;
-    /// Replaces a group's tags.
-    fn tag_security_group(
+    /// Adds `tags` to a group, one call each (`PUT …/tags/{tag}`): a tag someone else writes
+    /// meanwhile is kept, where replacing the whole list would drop it (Neutron's tag calls
+    /// take no revision guard).
+    fn add_security_group_tags(
         &self,
         id: &str,
         tags: &[String],
@@ -172,7 +174,8 @@ async fn ports(
     Ok(root.ports)
 }
 
-/// `PUT /security-groups/{id}/tags`: the whole tag list.
+/// `PUT /security-groups/{id}/tags`: the whole tag list (only for a group just made, which no one
+/// else has tagged yet).
 async fn put_tags(session: &Session, id: &str, tags: &[String]) -> Result<(), osauth::Error> {
     let body = json!({ "tags": tags });
     session.put(NETWORK, &["security-groups", id, "tags"]).json(&body).send().await.map(drop)
@@ -207,12 +210,15 @@ impl SecurityGroups for OpenStack {
         .await
     }
 
-    async fn tag_security_group(&self, id: &str, tags: &[String]) -> Result<()> {
-        let what = format!("the tags of security group {id}");
-        self.call("network", "security_group_tag", &what, |s| async move {
-            put_tags(&s, id, tags).await
-        })
-        .await
+    async fn add_security_group_tags(&self, id: &str, tags: &[String]) -> Result<()> {
+        for tag in tags {
+            let what = format!("tag {tag:?} of security group {id}");
+            self.call("network", "security_group_tag", &what, |s| async move {
+                s.put(NETWORK, &["security-groups", id, "tags", tag]).send().await.map(drop)
+            })
+            .await?;
+        }
+        Ok(())
     }
 
     async fn delete_security_group(&self, id: &str) -> Result<()> {

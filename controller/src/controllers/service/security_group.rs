@@ -125,11 +125,10 @@ pub(crate) async fn ensure<C: SecurityGroups>(
     }
     if adopting {
         // Tagged last: a take-over cut short is found again by its description and finished.
-        let mut tags = group.tags.clone();
         let ours = [owner.load_balancer.to_owned(), names::OWNER_TAG.to_owned()];
-        tags.extend(ours.into_iter().filter(|t| !group.tags.contains(t)));
+        let missing: Vec<String> = ours.into_iter().filter(|t| !group.tags.contains(t)).collect();
         let doing = format!("tagging security group {} (taking it over)", group.id);
-        cloud.tag_security_group(&group.id, &tags).await.map_err(Error::cloud(doing))?;
+        cloud.add_security_group_tags(&group.id, &missing).await.map_err(Error::cloud(doing))?;
         tracing::info!(group = %group.id, name = %group.name, "security group taken over");
     }
     Ok(())

@@ -88,6 +88,8 @@ mod neutron {
         pub(super) revisions: std::collections::BTreeMap<String, u64>,
         /// Another writer's group, put on the member's port right before our first write to it.
         pub(super) interloper: Option<String>,
+        /// Another writer's tag, put on a group right before our first tag write to it.
+        pub(super) tag_interloper: Option<String>,
     }
 
     /// The NodePort checked after every write, and its member's port.
@@ -180,9 +182,20 @@ mod neutron {
             Ok(group)
         }
 
-        async fn tag_security_group(&self, id: &str, tags: &[String]) -> crate::cloud::Result<()> {
+        async fn add_security_group_tags(
+            &self,
+            id: &str,
+            tags: &[String],
+        ) -> crate::cloud::Result<()> {
             self.write(format!("tag {id}"), |s| {
-                s.groups.iter_mut().filter(|g| g.id == id).for_each(|g| g.tags = tags.to_vec());
+                let theirs = s.tag_interloper.take();
+                let group = s.groups.iter_mut().find(|g| g.id == id).expect("the group");
+                group.tags.extend(theirs);
+                for tag in tags {
+                    if !group.tags.contains(tag) {
+                        group.tags.push(tag.clone());
+                    }
+                }
             });
             Ok(())
         }
@@ -350,6 +363,8 @@ async fn the_in_tree_layout_moves_to_ours_without_a_moment_where_the_node_port_i
     let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
     let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
     let members = [member("10.0.0.5")];
+    // Someone tags the group between our read of it and our tags: theirs is kept.
+    cloud.state.lock().unwrap().tag_interloper = Some("set-by-someone-else".into());
     // Every write checks that the NodePort is let in (the fake asserts it).
     ensure(&cloud, owner, &[port("TCP", 30080)], &[], &members).await.unwrap();
     let log = {
@@ -363,8 +378,8 @@ async fn the_in_tree_layout_moves_to_ours_without_a_moment_where_the_node_port_i
         let theirs = state.groups.iter().find(|g| g.id == "theirs").unwrap();
         assert_eq!(
             theirs.tags,
-            ["kube_service_infra_shop_web", names::OWNER_TAG],
-            "tagged as ours"
+            ["set-by-someone-else", "kube_service_infra_shop_web", names::OWNER_TAG],
+            "tagged as ours, and the tag written meanwhile kept"
         );
         let left: Vec<(&str, Option<u16>)> =
             state.rules.iter().map(|r| (r.group.as_str(), r.spec.port_range_min)).collect();
