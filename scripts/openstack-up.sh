@@ -47,7 +47,7 @@ esac
 
 # Settings that must match for a running stack to be reused.
 stack_conf() {
-  echo "dir=$OPENSTACK_DIR ports=$KEYSTONE_PORT,$RABBIT_PORT,$RABBIT_DIST_PORT,$EPMD_PORT,$PLACEMENT_PORT,$GLANCE_PORT,$NEUTRON_PORT,$NOVA_PORT,$RABBIT_CTL_PORT_MIN host=$COMPUTE_HOST octavia=$OCTAVIA tls=$TLS_PORT_OFFSET version=3"
+  echo "dir=$OPENSTACK_DIR ports=$KEYSTONE_PORT,$RABBIT_PORT,$RABBIT_DIST_PORT,$EPMD_PORT,$PLACEMENT_PORT,$GLANCE_PORT,$NEUTRON_PORT,$NOVA_PORT,$RABBIT_CTL_PORT_MIN host=$COMPUTE_HOST octavia=$OCTAVIA tls=$TLS_PORT_OFFSET version=4"
 }
 
 stack_healthy() {
@@ -350,10 +350,17 @@ quota_security_group = -1
 quota_security_group_rule = -1
 quota_port = -1
 quota_floatingip = -1
+[oslo_policy]
+policy_file = $d/policy.yaml
 EOF
     authsection keystone_authtoken neutron
     authsection nova nova
   } >"$d/neutron.conf"
+  # Neutron lets only admins choose a new floating IP's address; a cloud may grant it to a role,
+  # as this one does to the role of stack.py's second user (the CCM's spec.loadBalancerIP).
+  cat >"$d/policy.yaml" <<'EOF'
+"create_floatingip:floating_ip_address": "rule:admin_only or role:floating-ip-chooser"
+EOF
   # 'neutron-db-manage upgrade heads' fails on SQLite ("No support for ALTER of constraints in
   # SQLite dialect"): build the schema from the models, as neutron's own unit tests do, then
   # stamp the migration heads.

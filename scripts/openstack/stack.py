@@ -37,6 +37,10 @@ PROJECT = 'ccm'
 USER = 'ccm-user'
 PASSWORD = 'ccm-member-secret'
 APPCRED = 'ccm-appcred'
+# A second user of the project with the role Neutron's policy (openstack-up.sh) lets choose a
+# floating IP's address: Neutron's default allows it to admins only, so the usual user gets the
+# 403 and this one the allocation (spec.loadBalancerIP), both against the real Neutron.
+FIP_USER, FIP_PASSWORD, FIP_ROLE = 'ccm-fip-user', 'ccm-fip-secret', 'floating-ip-chooser'
 APPCRED_SECRET = 'ccm-appcred-secret'
 AZ = 'ccm-az-1'
 IMAGE = 'ccm-image'
@@ -54,6 +58,7 @@ ROUTER = 'ccm-router'
 CLOUD_PASSWORD, CLOUD_APPCRED = 'ccm-password', 'ccm-appcred'
 CLOUD_APPCRED_NO_LB = 'ccm-appcred-no-lb'
 CLOUD_TLS = 'ccm-tls'
+CLOUD_FIP_CHOOSER = 'ccm-fip-chooser'
 SERVICE_USERS = {'compute': 'nova', 'image': 'glance', 'placement': 'placement',
                  'network': 'neutron'}
 
@@ -159,6 +164,11 @@ def fixtures(args):
     for rname in ('member', 'reader'):
         idn.assign_project_role_to_user(project, user, one(idn.roles(name=rname)))
     say('project %s, user %s' % (project.id, user.id))
+    chooser = one(idn.users(name=FIP_USER)) or idn.create_user(
+        name=FIP_USER, password=FIP_PASSWORD, domain_id='default', default_project_id=project.id)
+    one(idn.roles(name=FIP_ROLE)) or idn.create_role(name=FIP_ROLE)
+    for rname in ('member', 'reader', FIP_ROLE):
+        idn.assign_project_role_to_user(project, chooser, one(idn.roles(name=rname)))
     # Room for every test's servers at once (the fake driver makes no real ones): Nova's
     # defaults (10 instances, 20 cores) were met when the route test's 20 servers ran beside
     # the others.
@@ -243,6 +253,7 @@ def fixtures(args):
         'OPENSTACK_TLS_REGION': REGION_TLS,
         'OPENSTACK_CA_FILE': args.ca_file,
         'OPENSTACK_CLOUD_TLS': CLOUD_TLS,
+        'OPENSTACK_CLOUD_FIP_CHOOSER': CLOUD_FIP_CHOOSER,
     })
     envfile.write(os.path.join(args.dir, 'env'), env)
     say('wrote %s and %s/env' % (clouds_yaml, args.dir))
@@ -299,6 +310,9 @@ def write_clouds_yaml(path, args, project, appcred):
         # the password cloud through the HTTPS front: every catalog lookup lands on TLS
         CLOUD_TLS: dict(common, region_name=REGION_TLS, cacert=args.ca_file, auth_type='password',
                         auth=dict(password_auth, auth_url=args.tls_auth_url)),
+        # a user of the project whose role lets it choose a floating IP's address
+        CLOUD_FIP_CHOOSER: dict(common, auth_type='password', auth=dict(
+            password_auth, username=FIP_USER, password=FIP_PASSWORD)),
         'admin': dict(common, auth_type='password', auth={
             'auth_url': auth_url, 'username': 'admin', 'password': admin_password,
             'project_name': 'admin', 'user_domain_name': DOMAIN,
