@@ -31,6 +31,9 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo doc (a broken or private intra-doc link fails)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
+
 step "crate boundaries (README: Layout)"
 # The CCM binary ships neither the generator, its templates, nor any test code.
 ccm_tree=$(cargo tree --locked -e normal -p openstack-cloud-controller-manager --prefix none)

@@ -182,7 +182,7 @@ pub struct CreateArgs {
     /// Name this IBM Cloud account in the cloud config (IBM Cloud, PowerVS).
     ///
     /// Without it the account of IC_API_KEY is asked of IAM (the IAM service endpoint of the
-    /// install-config, else https://iam.cloud.ibm.com). Required with --offline.
+    /// install-config, else iam.cloud.ibm.com). Required with --offline.
     #[arg(long, value_name = "ID")]
     pub ibm_account_id: Option<String>,
 

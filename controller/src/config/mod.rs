@@ -2,8 +2,8 @@
 //!
 //! The gcfg dialect itself is `ccm_formats::gcfg`; this module maps its document onto
 //! the upstream OCCM keys and defaults ([`keys`]), collects every warning and error at once
-//! ([`Diagnostic`]), merges credentials from clouds.yaml ([`clouds`]) and prints the effective
-//! configuration with secrets redacted ([`render`]).
+//! (`Diagnostic`), merges credentials from clouds.yaml ([`clouds`]) and prints the effective
+//! configuration with secrets redacted (`render.rs`).
 
 pub mod clouds;
 pub mod keys;

@@ -23,7 +23,7 @@ pub fn trust_bundle(
 /// How a binary names its trust settings in the fix.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
-    /// Where a CA bundle goes, e.g. "set [Global] ca-file (cacert in clouds.yaml) to".
+    /// Where a CA bundle goes, e.g. "set \[Global\] ca-file (cacert in clouds.yaml) to".
     pub ca: &'static str,
     /// How verification is turned off, e.g. "tls-insecure = true"; `None` where it cannot be.
     pub insecure: Option<&'static str>,

@@ -1,12 +1,12 @@
 //! `manifests/ccm/`: the in-cluster CCM that takes over after bootstrap, on every platform.
 //!
-//! The namespace, service account and RBAC ([`rbac`]) have one shape named after the platform's
-//! CCM; the `cloud-conf` ConfigMap is the provider's derivation of the cloud-provider config,
-//! the credentials Secret the provider's derivation of the `kube-system` one, and the
-//! Deployment ([`deployment`]) runs the provider's [`CcmSpec`]. The Deployment carries a hash
-//! of its config and credentials, so a change to either rolls the pods. With
-//! `--leader-migration` ([`leader_migration`]) it also takes part in the hand-over from the
-//! in-tree provider.
+//! The namespace, service account and RBAC (`rbac.rs`) have one shape named after the
+//! platform's CCM; the `cloud-conf` ConfigMap is the provider's derivation of the cloud-provider
+//! config, the credentials Secret the provider's derivation of the `kube-system` one, and the
+//! Deployment ([`deployment`]) runs the provider's
+//! [`CcmSpec`](crate::assets::provider::CcmSpec). The Deployment carries a hash of its config
+//! and credentials, so a change to either rolls the pods. With `--leader-migration`
+//! ([`leader_migration`]) it also takes part in the hand-over from the in-tree provider.
 
 pub mod deployment;
 pub mod leader_migration;
