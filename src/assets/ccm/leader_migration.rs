@@ -178,7 +178,8 @@ fn manifests(app: &str, config: &str) -> Vec<(&'static str, Value)> {
         ),
         (
             "manifests/ccm/15-leader-election-role.yaml",
-            rbac::role("Role", &election, ns, json!(rbac::main_lease_rules())),
+            // Only OpenStack takes part (`Unsupported`), and its CCM is ours.
+            rbac::role("Role", &election, ns, json!(rbac::main_lease_rules(true))),
         ),
         (
             "manifests/ccm/16-leader-election-rolebinding.yaml",

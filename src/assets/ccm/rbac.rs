@@ -75,9 +75,12 @@ pub(super) fn lease_rules(verbs: &[&str], name: &str) -> Vec<Value> {
     ]
 }
 
-/// What the CCM's leader election needs on its main lease (named after its service account).
-pub(super) fn main_lease_rules() -> Vec<Value> {
-    lease_rules(&["get", "patch", "update"], SA)
+/// What the CCM's leader election needs on its main lease (named after its service account):
+/// our CCM's elector reads, creates and replaces it (never patches it); client-go's also
+/// patches.
+pub(super) fn main_lease_rules(own_ccm: bool) -> Vec<Value> {
+    let verbs: &[&str] = if own_ccm { &["get", "update"] } else { &["get", "patch", "update"] };
+    lease_rules(verbs, SA)
 }
 
 /// The ClusterRole's rules for an upstream CCM (client-go: core Events, updates as well as
@@ -149,9 +152,8 @@ pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
             binding("ClusterRoleBinding", app, None, json!([service_account(), user()])),
         ),
     ];
-    // Our CCM's elector reads, creates and replaces its Lease (never patches it); it reads
-    // its credentials from the mounted Secret's file only (the kubelet mounts it).
-    let mut rules = if own_ccm { lease_rules(&["get", "update"], SA) } else { main_lease_rules() };
+    // Our CCM reads its credentials from the mounted Secret's file only (the kubelet mounts it).
+    let mut rules = main_lease_rules(own_ccm);
     if let Some(name) = in_cluster_secret.filter(|_| !own_ccm) {
         rules.push(json!({"apiGroups": [""], "resourceNames": [name],
                           "resources": ["secrets"], "verbs": ["get"]}));
