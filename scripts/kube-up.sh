@@ -423,27 +423,7 @@ if [ -d "$RUN" ]; then
   "$REPO/scripts/kube-down.sh"
 fi
 
-ports_free() {
-  local port
-  for port in "${ALL_PORTS[@]}"; do
-    if port_in_use "$port"; then
-      echo "$port"
-      return 1
-    fi
-  done
-}
-if ! busy=$(ports_free); then
-  [ -z "$PORTS_CHOSEN" ] || die "127.0.0.1:$busy is already in use by another process;" \
-    "choose other ports with KUBE_PORT_BASE (now $KUBE_PORT_BASE)"
-  for base in $(seq 26100 100 29900); do
-    set_ports "$base"
-    if ports_free >/dev/null; then
-      log "127.0.0.1:$busy is in use by another process: using ports $base and up instead"
-      break
-    fi
-    [ "$base" != 29900 ] || die "no free port range between 26000 and 29999; set KUBE_PORT_BASE"
-  done
-fi
+choose_ports 26100 KUBE_PORT_BASE "KUBE_PORT_BASE (now $KUBE_PORT_BASE)"
 
 # A fresh start: nothing of an earlier run is kept but the timings (and never across a mount).
 left=$(mounts_under "$KUBE_DIR")

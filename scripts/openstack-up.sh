@@ -142,27 +142,8 @@ for name in "${SERVICES[@]}"; do
   fi
 done
 
-ports_free() {
-  local port
-  for port in "${ALL_PORTS[@]}"; do
-    if port_in_use "$port"; then
-      echo "$port"
-      return 1
-    fi
-  done
-}
-if ! busy=$(ports_free); then
-  [ -z "$PORTS_CHOSEN" ] || die "127.0.0.1:$busy is already in use by another process;" \
-    "choose other ports with OPENSTACK_PORT_BASE (now $OPENSTACK_PORT_BASE) or OPENSTACK_*_PORT"
-  for base in $(seq 25100 100 29900); do
-    set_ports "$base"
-    if ports_free >/dev/null; then
-      log "127.0.0.1:$busy is in use by another process: using ports $base and up instead"
-      break
-    fi
-    [ "$base" != 29900 ] || die "no free port range between 25000 and 29999; set OPENSTACK_PORT_BASE"
-  done
-fi
+choose_ports 25100 OPENSTACK_PORT_BASE \
+  "OPENSTACK_PORT_BASE (now $OPENSTACK_PORT_BASE) or OPENSTACK_*_PORT"
 
 # A fresh start: nothing of an earlier run is kept but the install timing.
 find "$OPENSTACK_DIR" -mindepth 1 -maxdepth 1 ! -name timings -exec rm -rf {} +

@@ -178,3 +178,34 @@ stop() {
 }
 
 port_in_use() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Prints the first port of $ALL_PORTS (set_ports fills it) that something listens on, and fails;
+# succeeds quietly when all are free.
+ports_free() {
+  local port
+  for port in "${ALL_PORTS[@]}"; do
+    if port_in_use "$port"; then
+      echo "$port"
+      return 1
+    fi
+  done
+}
+
+# Keeps the ports set_ports gave unless one is taken: then, if the user chose them
+# ($PORTS_CHOSEN non-empty), dies naming HINT (how to choose others); else moves to the next
+# range of 100 from FIRST up to 29900 whose ports are all free, and says so. VAR is the
+# variable that sets the first port.
+choose_ports() { # FIRST VAR HINT
+  local first=$1 var=$2 hint=$3 busy base
+  busy=$(ports_free) && return 0
+  [ -z "$PORTS_CHOSEN" ] || die "127.0.0.1:$busy is already in use by another process;" \
+    "choose other ports with $hint"
+  for base in $(seq "$first" 100 29900); do
+    set_ports "$base"
+    if ports_free >/dev/null; then
+      log "127.0.0.1:$busy is in use by another process: using ports $base and up instead"
+      return 0
+    fi
+  done
+  die "no free port range between $((first - 100)) and 29999; set $var"
+}
