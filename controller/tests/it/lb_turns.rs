@@ -14,10 +14,10 @@ use testkit::stack::StackEnv;
 use testkit::sweep::Sweep;
 
 use crate::load_balancer::{
-    delete_service, ingress_ip, lb_list, node, reasons, region_conf, start_with_flags, until,
+    delete_service, ingress_ip, lb_list, node, reasons, start_behind, start_with_flags, until,
 };
 use crate::proxy::relay;
-use crate::support::{scene, start_ccm};
+use crate::support::scene;
 
 /// Says a reconcile failed, or met a 409 and waited it out.
 const FAILED: &str = "load balancer sync failed";
@@ -139,17 +139,10 @@ async fn a_load_balancer_locked_by_someone_else_is_waited_out_not_failed() {
     let env = StackEnv::load();
     let (front, armed, answers) = busy_front(env["OPENSTACK_LOADBALANCER_URL"].to_owned()).await;
     let region = format!("BusyOctavia{}", std::process::id());
-    scene(&env, &["region-create", "--name", &region, "--load-balancer", &front]).await;
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("busy-a", "10.0.0.141"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "busy", &[(80, 30141)]));
-    let cluster = format!("busy{}", std::process::id());
-    testkit::sweep::watch(&cluster); // what its CCM makes carries the cluster name
-    let lb = format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]);
-    let conf = region_conf(&env, &region, &lb);
-    let cluster_flag = format!("--cluster-name={cluster}");
-    let flags = ["--controllers=service", &cluster_flag, "--leader-elect=false"];
-    let (process, _port, _dir) = start_ccm(&fake.url(), &conf, &flags);
+    let (process, cluster, _dir) = start_behind(&env, &fake, &front, &region, "busy").await;
     let name = format!("kube_service_{cluster}_shop_busy");
     ingress_ip(&fake, &process, "shop", "busy").await;
 

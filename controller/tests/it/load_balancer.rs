@@ -128,6 +128,24 @@ pub(crate) fn start_in_region(
     (process, dir)
 }
 
+/// The controller binary with only the service controller, as cluster `<tag><pid>`, in region
+/// `region` made here, whose catalog sends Octavia calls to `octavia` (a test's front before the
+/// real one): the process, the cluster name and its directory. The caller deletes the region.
+pub(crate) async fn start_behind(
+    env: &StackEnv,
+    fake: &Cluster,
+    octavia: &str,
+    region: &str,
+    tag: &str,
+) -> (Process, String, tempfile::TempDir) {
+    scene(env, &["region-create", "--name", region, "--load-balancer", octavia]).await;
+    let cluster = format!("{tag}{}", std::process::id());
+    testkit::sweep::watch(&cluster); // what its CCM makes carries the cluster name
+    let lb = format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]);
+    let (process, dir) = start_in_region(env, fake, region, &cluster, &lb);
+    (process, cluster, dir)
+}
+
 pub(crate) async fn lb_list(env: &StackEnv, name: &str) -> Value {
     scene(env, &["loadbalancer-list", "--name", name]).await
 }
@@ -633,17 +651,10 @@ async fn octavia_gone_mid_reconcile_and_back_converges_without_a_duplicate() {
     // A region of its own whose catalog sends Octavia calls through the front.
     let front = OctaviaFront::start(env["OPENSTACK_LOADBALANCER_URL"].to_owned()).await;
     let region = format!("OctaviaFront{}", std::process::id());
-    scene(&env, &["region-create", "--name", &region, "--load-balancer", &front.url]).await;
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node("flaky-a", "10.0.0.121"));
     fake.create("v1", "services", "shop", load_balancer_service("shop", "flaky", &[(80, 30095)]));
-    let cluster = format!("flaky{}", std::process::id());
-    testkit::sweep::watch(&cluster); // what its CCM makes carries the cluster name
-    let lb = format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]);
-    let conf = region_conf(&env, &region, &lb);
-    let cluster_flag = format!("--cluster-name={cluster}");
-    let flags = ["--controllers=service", &cluster_flag, "--leader-elect=false"];
-    let (process, _port, _dir) = start_ccm(&fake.url(), &conf, &flags);
+    let (process, cluster, _dir) = start_behind(&env, &fake, &front.url, &region, "flaky").await;
     let name = format!("kube_service_{cluster}_shop_flaky");
 
     // The create goes through, then Octavia is gone while the controller waits for ACTIVE.
