@@ -236,6 +236,35 @@ async fn a_service_gets_a_load_balancer_that_follows_its_nodes_and_goes_with_it(
 
 #[tokio::test]
 #[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn a_service_made_cluster_ip_gives_its_load_balancer_back_without_a_failed_sync() {
+    let _sweep = Sweep::start();
+    let env = StackEnv::load();
+    let fake = Cluster::start();
+    fake.create("v1", "nodes", "", node("away-a", "10.0.0.63"));
+    fake.create("v1", "services", "shop", load_balancer_service("shop", "away", &[(80, 30063)]));
+    let (process, cluster, _dir) = start(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "away");
+    let name = format!("kube_service_{cluster}_shop_away");
+    ingress_ip(&fake, &process, "shop", "away").await;
+
+    // Away from LoadBalancer: the load balancer goes, the ingress is cleared (a status write)
+    // and the finalizer is removed, in one reconcile.
+    fake.patch("v1", "services", "shop", "away", json!({"spec": {"type": "ClusterIP"}}));
+    until("the finalizer and the ingress gone", &process, async || {
+        let svc = fake.get("v1", "services", "shop", "away")?;
+        let finalizers = svc["metadata"]["finalizers"].as_array().map_or(0, Vec::len);
+        let ingress = svc.pointer("/status/loadBalancer/ingress/0");
+        (finalizers == 0 && ingress.is_none()).then_some(())
+    })
+    .await;
+    assert_eq!(lb_list(&env, &name).await, json!([]), "{}", process.log());
+    let log = process.log();
+    assert!(!log.contains("load balancer sync failed"), "{log}");
+    assert!(!reasons(&fake).iter().any(|r| r == "SyncLoadBalancerFailed"), "{log}");
+    fake.delete("v1", "services", "shop", "away");
+}
+
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
 async fn ports_source_ranges_and_node_readiness_are_followed() {
     let _sweep = Sweep::start();
     let env = StackEnv::load();

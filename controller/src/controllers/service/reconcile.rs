@@ -82,29 +82,28 @@ async fn add_finalizer<L: LoadBalancing>(service: &Service, ctx: &ServiceContext
         return Ok(());
     }
     finalizers.push(FINALIZER.to_owned());
-    patch_finalizers(service, ctx, finalizers, "adding the load-balancer finalizer").await
-}
-
-async fn remove_finalizer<L: LoadBalancing>(
-    service: &Service,
-    ctx: &ServiceContext<L>,
-) -> Result<()> {
-    let finalizers: Vec<String> =
-        service.finalizers().iter().filter(|f| *f != FINALIZER).cloned().collect();
-    patch_finalizers(service, ctx, finalizers, "removing the load-balancer finalizer").await
-}
-
-async fn patch_finalizers<L: LoadBalancing>(
-    service: &Service,
-    ctx: &ServiceContext<L>,
-    finalizers: Vec<String>,
-    doing: &'static str,
-) -> Result<()> {
     let patch = json!({"metadata": {
         "finalizers": finalizers,
         "resourceVersion": service.resource_version(),
     }});
-    patch_service(service, ctx, &Patch::Merge(patch), doing).await
+    patch_service(service, ctx, &Patch::Merge(patch), "adding the load-balancer finalizer").await
+}
+
+/// Removes the finalizer, guarded by the finalizer list as it was read (a JSON patch that tests
+/// it first), not by the resourceVersion: the clean-up's own status write (the ingress cleared
+/// when the Service stops being `type: LoadBalancer`) moves that, and a guard on it failed every
+/// such removal once (a retry and a Warning Event for nothing).
+async fn remove_finalizer<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+) -> Result<()> {
+    let read = service.finalizers();
+    let kept: Vec<&String> = read.iter().filter(|f| *f != FINALIZER).collect();
+    let path = "/metadata/finalizers";
+    let ops = json!([{"op": "test", "path": path, "value": read},
+                     {"op": "replace", "path": path, "value": kept}]);
+    let ops = serde_json::from_value(ops).map_err(|e| Error::Invalid(e.to_string()))?;
+    patch_service(service, ctx, &Patch::Json(ops), "removing the load-balancer finalizer").await
 }
 
 async fn patch_service<L: LoadBalancing>(
