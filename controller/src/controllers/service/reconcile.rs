@@ -92,7 +92,10 @@ async fn add_finalizer<L: LoadBalancing>(service: &Service, ctx: &ServiceContext
 /// Removes the finalizer, guarded by the finalizer list as it was read (a JSON patch that tests
 /// it first), not by the resourceVersion: the clean-up's own status write (the ingress cleared
 /// when the Service stops being `type: LoadBalancer`) moves that, and a guard on it failed every
-/// such removal once (a retry and a Warning Event for nothing).
+/// such removal once (a retry and a Warning Event for nothing). A failed test (422) or a
+/// Service gone (404) means this copy from the cache is older than the server's: our own
+/// removal already went through, or someone changed the list; either change's watch event
+/// brings the Service back here if anything is left to do, so neither is a failure.
 async fn remove_finalizer<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
@@ -103,7 +106,17 @@ async fn remove_finalizer<L: LoadBalancing>(
     let ops = json!([{"op": "test", "path": path, "value": read},
                      {"op": "replace", "path": path, "value": kept}]);
     let ops = serde_json::from_value(ops).map_err(|e| Error::Invalid(e.to_string()))?;
-    patch_service(service, ctx, &Patch::Json(ops), "removing the load-balancer finalizer").await
+    let doing = "removing the load-balancer finalizer";
+    match patch_service(service, ctx, &Patch::Json(ops), doing).await {
+        Err(Error::Kube { source: kube::Error::Api(status), .. })
+            if status.code == 404 || status.code == 422 =>
+        {
+            tracing::debug!(service = %super::run::key(service), code = status.code,
+                "finalizer list moved since this copy was read; its watch event follows");
+            Ok(())
+        }
+        done => done,
+    }
 }
 
 async fn patch_service<L: LoadBalancing>(
