@@ -105,9 +105,8 @@ async fn remove_finalizer<L: LoadBalancing>(
     let path = "/metadata/finalizers";
     let ops = json!([{"op": "test", "path": path, "value": read},
                      {"op": "replace", "path": path, "value": kept}]);
-    let ops = serde_json::from_value(ops).map_err(|e| Error::Invalid(e.to_string()))?;
     let doing = "removing the load-balancer finalizer";
-    match patch_service(service, ctx, &Patch::Json(ops), doing).await {
+    match patch_service(service, ctx, &json_patch(ops)?, doing).await {
         Err(Error::Kube { source: kube::Error::Api(status), .. })
             if status.code == 404 || status.code == 422 =>
         {
@@ -117,6 +116,12 @@ async fn remove_finalizer<L: LoadBalancing>(
         }
         done => done,
     }
+}
+
+/// A JSON patch (RFC 6902) from its operations written as JSON.
+fn json_patch(ops: Value) -> Result<Patch<Value>> {
+    let ops = serde_json::from_value(ops).map_err(|e| Error::Invalid(e.to_string()))?;
+    Ok(Patch::Json(ops))
 }
 
 async fn patch_service<L: LoadBalancing>(
@@ -188,8 +193,7 @@ async fn clear_load_balancer_id<L: LoadBalancing>(
     let path =
         format!("/metadata/annotations/{}", annotations::LOAD_BALANCER_ID.replace('/', "~1"));
     let ops = json!([{"op": "test", "path": path, "value": gone}, {"op": "remove", "path": path}]);
-    let ops = serde_json::from_value(ops).map_err(|e| Error::Invalid(e.to_string()))?;
-    patch_service(service, ctx, &Patch::Json(ops), "clearing the load-balancer-id annotation")
+    patch_service(service, ctx, &json_patch(ops)?, "clearing the load-balancer-id annotation")
         .await?;
     let note = format!(
         "Load balancer {gone} of the annotation {} no longer exists: annotation cleared",
