@@ -718,8 +718,13 @@ class Scene:
                                       'protocol_port': x.protocol_port} for x in listeners],
                 'pools': [{'id': x.id, 'name': x.name, 'lb_algorithm': x.lb_algorithm,
                            'members': sorted('%s:%s' % (m.address, m.protocol_port)
-                                             for m in self.members(x.id))}
-                          for x in pools],
+                                             for m in members),
+                           'member_details': sorted(
+                               ({'id': m.id, 'address': m.address,
+                                 'protocol_port': m.protocol_port, 'subnet_id': m.subnet_id}
+                                for m in members),
+                               key=lambda m: (m['address'], m['protocol_port']))}
+                          for x in pools for members in [list(self.members(x.id))]],
             })
         return out
 

@@ -181,6 +181,9 @@ pub async fn check_all<C: Cloud>(ctx: &Context<C>, nodes: &[Arc<CachedNode>]) {
 
 /// Runs the check every `period` until the process ends.
 pub(crate) async fn run<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
+    if !super::synced::node_cache(&ctx.nodes, ControllerName::CloudNodeLifecycle).await {
+        return std::future::pending().await;
+    }
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -11,6 +11,7 @@ pub(crate) mod provider_id;
 pub mod resync;
 pub mod route;
 pub(crate) mod service;
+pub(crate) mod synced;
 
 #[cfg(test)]
 pub(crate) mod fixtures;

@@ -10,7 +10,7 @@ use jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 
 use super::node::{node_addresses, patch_addresses};
-use super::{Context, Error, Result, UNINITIALIZED_TAINT, has_taint, lookup};
+use super::{Context, ControllerName, Error, Result, UNINITIALIZED_TAINT, has_taint, lookup};
 use crate::cloud::{Cloud, Instance, Lookup, Port, Server};
 use crate::controllers::projection::CachedNode;
 
@@ -211,8 +211,10 @@ async fn apply<C: Cloud>(ctx: &Context<C>, work: &[(&CachedNode, Instance)]) -> 
 
 /// Resyncs addresses every `period` until the process ends.
 pub(crate) async fn run<C: Cloud>(ctx: Arc<Context<C>>, period: Duration) {
-    // The first resync waits one period: at start the node cache is still filling, and
-    // initialization has just written fresh addresses.
+    if !super::synced::node_cache(&ctx.nodes, ControllerName::CloudNode).await {
+        return std::future::pending().await;
+    }
+    // The first resync waits one period: initialization has just written fresh addresses.
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut cursor = Cursor::default();

@@ -324,7 +324,7 @@ pub async fn resync<R: Routes>(
 /// after router-wide failures) until the process ends.
 pub(crate) async fn run<R: Routes>(ctx: Arc<RouteContext<R>>) {
     // An empty cache would make every route in the cluster CIDRs look stale.
-    if ctx.nodes.wait_until_ready().await.is_err() {
+    if !super::synced::node_cache(&ctx.nodes, ControllerName::Route).await {
         return std::future::pending().await;
     }
     let support = supported(&ctx).await;

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use testkit::heartbeat::{Heartbeat, set_ready};
 use testkit::kube::{UNINITIALIZED_TAINT, is_tainted};
 use testkit::kube_stack::{KubeStack, request, unique};
 use testkit::stack::StackEnv;
@@ -64,61 +65,6 @@ fn tainted_node(name: &str, selector: &str) -> Value {
         "spec": {"taints": [{"key": UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"}]}})
 }
 
-/// Sets the node's Ready condition (kubelet's part: a status write as admin).
-fn set_ready(kube: &KubeStack, name: &str, status: &str) {
-    let patch = json!({"status": {"conditions": [{"type": "Ready", "status": status,
-        "reason": "Test", "lastHeartbeatTime": now(), "lastTransitionTime": now()}]}});
-    kube.run(
-        &["patch", "node", name, "--subresource=status", "--type=merge", "-p", &patch.to_string()],
-        None,
-    );
-}
-
-fn now() -> String {
-    let out = Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%S.%6NZ"]).output().unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-/// Keeps a Node Ready as its kubelet would: Ready=True once, then its Lease in
-/// `kube-node-lease` renewed every 10 s, so that the kube-controller-manager never marks it
-/// Unknown (and the Node object does not change under the CCM). Stopped and the Lease deleted
-/// at drop.
-struct Heartbeat {
-    task: tokio::task::JoinHandle<()>,
-    _lease: OnDrop,
-}
-
-impl Heartbeat {
-    fn start(kube: &KubeStack, node: &str) -> Heartbeat {
-        set_ready(kube, node, "True");
-        let mut delete = kube.kubectl();
-        delete.args(["delete", "lease", node, "-n", "kube-node-lease", "--ignore-not-found"]);
-        let (kube, node) = (kube.clone(), node.to_owned());
-        let task = tokio::spawn(async move {
-            loop {
-                let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": node, "namespace": "kube-node-lease"},
-                    "spec": {"holderIdentity": node, "leaseDurationSeconds": 40,
-                             "renewTime": now()}});
-                let kube = kube.clone();
-                tokio::task::spawn_blocking(move || {
-                    kube.run(&["apply", "-f", "-"], Some(&lease.to_string()));
-                })
-                .await
-                .unwrap();
-                tokio::time::sleep(Duration::from_secs(10)).await;
-            }
-        });
-        Heartbeat { task, _lease: OnDrop(vec![delete]) }
-    }
-}
-
-impl Drop for Heartbeat {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 /// Each request once (its last stage), by auditID.
 fn requests(events: &[Value]) -> Vec<&Value> {
     let mut seen = BTreeMap::new();
@@ -152,7 +98,7 @@ async fn the_generated_service_account_does_the_whole_job_and_nothing_is_refused
     let _kept = server_and_node(&env, &kube, &kept, &selector).await;
     let _gone = server_and_node(&env, &kube, &gone, &selector).await;
     set_ready(&kube, &gone, "False");
-    let _heartbeat = Heartbeat::start(&kube, &kept);
+    let _heartbeat = Heartbeat::start(&kube, &[&kept]);
     let audit = kube.audit();
 
     // Short periods, so that the idle window below spans a whole resync of each.
@@ -416,7 +362,7 @@ async fn with_one_grant_removed_the_ccm_says_which_in_one_line_and_on_readyz() {
         );
         kube.run(&["delete", "node", &real], None);
         kube.create(&tainted_node(&real, &selector).to_string());
-        let _heartbeat = Heartbeat::start(&kube, &real);
+        let _heartbeat = Heartbeat::start(&kube, &[&real]);
         ghost_node(&kube, &ghost, &selector);
 
         let (mut process, port) = generated.start(&flags);

@@ -109,7 +109,11 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
         .await;
         let address = lb["floating_ip"]["floating_ip_address"].as_str().unwrap().to_owned();
         as_upstream_left_it(&fake, name, &lb, &address, annotated);
-        made.push((name, lb, address, uid));
+        // Upstream's member, with its ID and subnet: both must outlive the take-over.
+        let listed = lb_list(&env, lb["name"].as_str().unwrap()).await;
+        let member = listed[0]["pools"][0]["member_details"][0].clone();
+        assert_eq!(member["subnet_id"], env["OPENSTACK_INTERNAL_SUBNET_ID"].as_str(), "{listed}");
+        made.push((name, lb, address, uid, member));
     }
     let fips_before = scene(&env, &["floating-ip-list"]).await;
     let conf = format!(
@@ -120,7 +124,7 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
         start_with(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], tag, &conf);
     assert_eq!(started, cluster);
 
-    for (name, lb, address, uid) in &made {
+    for (name, lb, address, uid, member) in &made {
         let lb_name = format!("kube_service_{cluster}_shop_{name}");
         let taken = the_load_balancer(&env, &process, &lb_name, "our tags on upstream's", |lb| {
             tags(lb).contains(&OWNER_TAG)
@@ -134,6 +138,8 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
         assert_eq!(listener["name"], format!("listener_0_{lb_name}"));
         assert_eq!(tags(listener), [OWNER_TAG, lb_name.as_str()]);
         assert_eq!(taken["pools"][0]["id"], lb["listeners"][0]["pool_id"]);
+        // The member that was right stays as it was: same ID, upstream's subnet.
+        assert_eq!(taken["pools"][0]["member_details"], json!([member]), "{taken}");
         // The floating IP stays on the VIP, and so does the Service's status.
         let fip = floating_ip(&fips_before, address).unwrap();
         let svc = until("the Service reconciled", &process, async || {
@@ -164,7 +170,7 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
     // Nothing new: no second load balancer or group (checked above), nor floating IP on a VIP
     // (counted per object, not per project: other tests run beside this one).
     let fips = scene(&env, &["floating-ip-list"]).await;
-    for (_, lb, address, _) in &made {
+    for (_, lb, address, _, _) in &made {
         let on = fips.as_array().unwrap().iter().filter(|f| f["port_id"] == lb["vip_port_id"]);
         let on: Vec<&Value> = on.map(|f| &f["floating_ip_address"]).collect();
         assert_eq!(on, [&json!(address)]);
@@ -172,7 +178,7 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
 
     // A node joins: a member of the same pools, the group on its port too.
     fake.create("v1", "nodes", "", node("up-b", b));
-    for (name, lb, _, uid) in &made {
+    for (name, lb, _, uid, member) in &made {
         let lb_name = format!("kube_service_{cluster}_shop_{name}");
         let node_port = if *name == "tagged" { 30150 } else { 30151 };
         let both = json!([format!("{a}:{node_port}"), format!("{b}:{node_port}")]);
@@ -181,6 +187,8 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
         })
         .await;
         assert_eq!(joined["pools"][0]["id"], lb["listeners"][0]["pool_id"]);
+        // The batch update that added it kept upstream's member as it was.
+        assert_eq!(joined["pools"][0]["member_details"][0], *member, "{joined}");
         let group_name = format!("lb-sg-{uid}-shop-{name}");
         until("the group on the new member's port", &process, async || {
             let groups = scene(&env, &["security-group-list", "--name", &group_name]).await;
@@ -192,7 +200,7 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
 
     // Deleting the Services removes all of it: load balancers, floating IPs (upstream's, by
     // their description), groups; upstream itself leaves nothing less.
-    for (name, _, address, uid) in &made {
+    for (name, _, address, uid, _) in &made {
         delete_service(&fake, &process, "shop", name).await;
         let lb_name = format!("kube_service_{cluster}_shop_{name}");
         assert_eq!(lb_list(&env, &lb_name).await, json!([]), "{}", process.log());

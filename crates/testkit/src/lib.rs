@@ -11,6 +11,8 @@
 //!  tls             a private CA, and TLS servers with a wrong certificate on purpose
 //!  cluster         the fake-kube-apiserver binary driven with real kubectl
 //!  kube_stack      the real Kubernetes of scripts/kube-up.sh (CCM_KUBE_ENV), its audit log
+//!  heartbeat       a test's Nodes kept Ready on that cluster (their Leases renewed)
+//!  kube_front      a slow HTTP front for either API server: delays the answers a test chooses
 //!  signal          a signal sent the moment a test chooses, without the delay of kill(1)
 //! ```
 //!
@@ -19,8 +21,10 @@
 
 pub mod cluster;
 pub mod create;
+pub mod heartbeat;
 pub mod install_config;
 pub mod kube;
+pub mod kube_front;
 pub mod kube_stack;
 pub mod signal;
 pub mod stack;

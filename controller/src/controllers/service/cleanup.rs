@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::desired::ServiceId;
 use super::ownership::{self, Found};
-use super::reconcile::{converge, write_ingress};
+use super::reconcile::{Target, converge, write_ingress};
 use super::{
     Error, Result, ServiceContext, annotations, diff, floating, names, security_group, vip_port,
     wait,
@@ -63,7 +63,8 @@ pub(super) async fn cleanup<L: LoadBalancing>(
             // Shared with other Services: only this Service's listeners go.
             let lb_name = tags[0].clone();
             let spec = LoadBalancerSpec { name: lb_name, ..LoadBalancerSpec::default() };
-            converge(service, ctx, lb, &spec, &id, None, &turn).await?;
+            let target = Target { spec: &spec, id: &id, maker: None, keep_members: false };
+            converge(service, ctx, lb, target, &turn).await?;
         }
         let note = format!("Deleted load balancer {lb_id}");
         ctx.event(service, EventType::Normal, "DeletedLoadBalancer", note).await;

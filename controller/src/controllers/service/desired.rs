@@ -56,12 +56,27 @@ pub(crate) struct Vip {
     pub(crate) address: Option<String>,
 }
 
-/// The members of every pool: Ready nodes, not being deleted, not excluded, matching the node
-/// selector, with an InternalIP; sorted by name for stable requests.
+/// A node any Service may have as a member: Ready, not being deleted, not excluded, with an
+/// InternalIP.
+fn eligible(node: &NodeView) -> bool {
+    node.ready
+        && !node.deleting
+        && !node.labels.contains_key(EXCLUDE_LABEL)
+        && node.internal_ip.is_some()
+}
+
+/// True when no node at all is [`eligible`], whatever a Service's node selector says: the view
+/// on whose strength no pool is ever emptied (`hold`).
+pub(crate) fn none_eligible(nodes: &[NodeView]) -> bool {
+    !nodes.iter().any(eligible)
+}
+
+/// The members of every pool: the [`eligible`] nodes matching the node selector; sorted by name
+/// for stable requests.
 pub(crate) fn backends(nodes: &[NodeView], settings: &Settings) -> Vec<Backend> {
     let mut out: Vec<Backend> = nodes
         .iter()
-        .filter(|n| n.ready && !n.deleting && !n.labels.contains_key(EXCLUDE_LABEL))
+        .filter(|n| eligible(n))
         .filter(|n| settings.node_selector.iter().all(|(k, v)| n.labels.get(k) == Some(v)))
         .filter_map(|n| {
             let address = n.internal_ip.clone()?;

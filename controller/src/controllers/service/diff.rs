@@ -119,8 +119,9 @@ fn listener_ops(want: &ListenerSpec, have: &Listener, tree: &Tree, ops: &mut Vec
         let name = want_pool.name.clone();
         ops.push(Op::UpdatePool { pool_id: pool.id.clone(), lb_algorithm, name });
     }
-    if members_changed(&want_pool.members, members_of(tree, pool)) {
-        let members = want_pool.members.clone();
+    let have_members = members_of(tree, pool);
+    if members_changed(&want_pool.members, have_members) {
+        let members = keeping_subnets(&want_pool.members, have_members);
         ops.push(Op::ReplaceMembers { pool_id: pool.id.clone(), members });
     }
     monitor_ops(want_pool.healthmonitor.as_ref(), monitor_of(tree, pool), pool, ops);
@@ -183,6 +184,23 @@ fn members_changed(want: &[MemberSpec], have: &[crate::cloud::octavia::Member]) 
         })
         .collect();
     wanted != present
+}
+
+/// `want`, where no subnet is asked for, with the subnet of the member already there at the
+/// same address and port (upstream's CCM sets one): a batch update sends every member, and one
+/// that is already right must come out of it as it was.
+fn keeping_subnets(want: &[MemberSpec], have: &[crate::cloud::octavia::Member]) -> Vec<MemberSpec> {
+    let subnet_of = |m: &MemberSpec| {
+        let same =
+            have.iter().find(|h| h.address == m.address && h.protocol_port == m.protocol_port);
+        same.and_then(|h| h.subnet_id.clone())
+    };
+    want.iter()
+        .map(|m| MemberSpec {
+            subnet_id: m.subnet_id.clone().or_else(|| subnet_of(m)),
+            ..m.clone()
+        })
+        .collect()
 }
 
 fn monitor_ops(

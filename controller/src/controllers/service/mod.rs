@@ -14,6 +14,7 @@ pub(crate) mod desired;
 pub(crate) mod diff;
 pub(crate) mod floating;
 mod floating_subnet;
+mod hold;
 pub(crate) mod names;
 pub(crate) mod notice;
 mod one_writer;

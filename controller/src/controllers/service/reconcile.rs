@@ -15,8 +15,8 @@ use super::desired::{self, NodeView, Port, ServiceId, Vip};
 use super::one_writer::Turn;
 use super::ownership::{self, Found, Maker};
 use super::{
-    Error, FINALIZER, Result, ServiceContext, converged, diff, floating, names, security_group,
-    vip_port, wait,
+    Error, FINALIZER, Result, ServiceContext, converged, diff, floating, hold, names,
+    security_group, vip_port, wait,
 };
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{ACTIVE, Change, ERROR, LoadBalancer, LoadBalancerSpec};
@@ -210,6 +210,7 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     let id = ServiceId { cluster: &ctx.cluster, namespace: &namespace, name: &name, uid: &uid };
     let nodes: Vec<NodeView> = ctx.nodes.state().iter().map(|n| node_view(n)).collect();
     let backends = desired::backends(&nodes, &settings);
+    let keep_members = desired::none_eligible(&nodes);
     let spec_k8s = service.spec.clone().unwrap_or_default();
     let vip = Vip {
         port_id: settings.port_id.clone(),
@@ -263,12 +264,14 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
         }
         Found::Own(lb, maker) => {
             let turn = ctx.turns.take(&lb.id).await;
-            let (lb, changed) = converge(service, ctx, lb, &spec, &id, Some(maker), &turn).await?;
+            let target = Target { spec: &spec, id: &id, maker: Some(maker), keep_members };
+            let (lb, changed) = converge(service, ctx, lb, target, &turn).await?;
             (lb, changed, true)
         }
         Found::Shared(lb) => {
             let turn = ctx.turns.take(&lb.id).await;
-            let (lb, changed) = converge(service, ctx, lb, &spec, &id, None, &turn).await?;
+            let target = Target { spec: &spec, id: &id, maker: None, keep_members };
+            let (lb, changed) = converge(service, ctx, lb, target, &turn).await?;
             (lb, changed, false)
         }
         Found::Nothing => {
@@ -276,7 +279,8 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
             (create(service, ctx, &spec).await?, true, true)
         }
     };
-    if ctx.manage_security_groups {
+    // With no eligible node, the group stays on the ports it is on (`hold`).
+    if ctx.manage_security_groups && !keep_members {
         let owner = security_group::Owner { service: &id, load_balancer: &spec.name };
         security_group::ensure(ctx.cloud.as_ref(), owner, &ports, &ranges, &backends).await?;
     }
@@ -293,6 +297,11 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     }
     for (key, why) in &settings.ignored {
         tracing::warn!(service = %name, annotation = %key, reason = why, "annotation ignored");
+    }
+    if keep_members {
+        // Held back (`hold`): not converged, so the next resync looks again, and what the
+        // Service was told stays told.
+        return Ok(());
     }
     ctx.notices.forget(&key);
     ctx.converged.record(key, fingerprint, &lb, &address);
@@ -383,19 +392,30 @@ async fn recreate<L: LoadBalancing>(
     create(service, ctx, spec).await
 }
 
+/// What [`converge`] makes of a load balancer, for which Service.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Target<'a> {
+    /// The Service's listeners, pools and members (the load balancer's own fields are not
+    /// compared).
+    pub(super) spec: &'a LoadBalancerSpec,
+    pub(super) id: &'a ServiceId<'a>,
+    /// Set for the Service's own load balancer: one another controller made is adopted (its
+    /// untagged listeners are the Service's; our names and tags, the load balancer's last).
+    pub(super) maker: Option<Maker>,
+    /// No node is eligible: no pool that has members is emptied (`hold`).
+    pub(super) keep_members: bool,
+}
+
 /// The calls the diff plans, one at a time with ACTIVE between; returns whether any was made.
-/// `maker` is set for the Service's own load balancer: one another controller made is adopted
-/// (its untagged listeners are the Service's; our names and tags, the load balancer's last).
 /// The caller holds the load balancer's `_turn` from before its tree is read.
 pub(super) async fn converge<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
     lb: LoadBalancer,
-    spec: &LoadBalancerSpec,
-    id: &ServiceId<'_>,
-    maker: Option<Maker>,
+    target: Target<'_>,
     _turn: &Turn,
 ) -> Result<(LoadBalancer, bool)> {
+    let Target { spec, id, maker, keep_members } = target;
     let mut lb = lb;
     if lb.provisioning_status != ACTIVE {
         let note = format!(
@@ -438,6 +458,13 @@ pub(super) async fn converge<L: LoadBalancing>(
         );
         Error::LeftAlone { reason: "ListenerPortTaken", message }
     })?;
+    if keep_members {
+        let held = hold::keep_members(&mut changes, &tree);
+        if !held.is_empty() {
+            let note = hold::message(&lb.id, &held);
+            ctx.notice(service, EventType::Warning, "KeepingMembers", note).await;
+        }
+    }
     let relabel = maker.and_then(|maker| ownership::relabel(&lb, id, maker));
     if let (Some(maker), Some(change)) = (maker, relabel) {
         adopting_event(service, ctx, &lb, maker, &change).await;

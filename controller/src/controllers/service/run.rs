@@ -231,6 +231,10 @@ pub(crate) async fn start<L: LoadBalancing>(ctx: Arc<ServiceContext<L>>, concurr
         );
         return std::future::pending().await;
     }
+    // Before any Service: members are made of the nodes, and an unsynced cache has none.
+    if !crate::controllers::synced::node_cache(&ctx.nodes, ControllerName::Service).await {
+        return std::future::pending().await;
+    }
     tracing::info!(concurrency, "starting the service controller");
     run(ctx, concurrency).await;
 }

@@ -258,3 +258,15 @@ fn a_renamed_cluster_tag_on_a_listener_is_replaced_by_ours() {
     let [Op::UpdateListener { spec, .. }] = ops.as_slice() else { panic!("{ops:#?}") };
     assert_eq!(spec.tags, [TAG]);
 }
+
+#[test]
+fn a_member_batch_keeps_the_subnet_of_members_already_right() {
+    // Upstream's members carry a subnet; ours ask for none. A node joining sends the whole
+    // list: the members already there go in it with their own subnet, the new one without.
+    let before = vec![listener("TCP", 80, &["10.0.0.1"])];
+    let desired = vec![listener("TCP", 80, &["10.0.0.1", "10.0.0.2"])];
+    let ops = plan(&desired, &applied(&before), mine()).unwrap();
+    let [Op::ReplaceMembers { members, .. }] = ops.as_slice() else { panic!("{ops:?}") };
+    let subnets: Vec<_> = members.iter().map(|m| (&*m.address, m.subnet_id.as_deref())).collect();
+    assert_eq!(subnets, [("10.0.0.1", Some("whatever")), ("10.0.0.2", None)]);
+}
