@@ -4,6 +4,7 @@
 mod binary;
 mod downgrade;
 mod end_to_end;
+mod floating_ip_faults;
 mod guarded_writes;
 mod in_cluster;
 mod lb_turns;
@@ -20,6 +21,7 @@ mod real_kube_nodes;
 mod real_kube_rbac;
 mod real_kube_restart;
 mod real_kube_services;
+mod real_kube_v1_cert;
 mod real_openstack;
 mod request_pattern;
 mod route_controller;

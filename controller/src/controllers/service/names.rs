@@ -55,6 +55,13 @@ pub(crate) fn upstream_floating_ip(cluster: &str, namespace: &str, name: &str) -
     ))
 }
 
+/// The description this controller gives the floating IP it allocates for load balancer
+/// `lb_name`. It marks the floating IP as ours by itself too: the tags come in a second call,
+/// and a controller killed between the two must still know it for its own.
+pub(crate) fn floating_ip(lb_name: &str) -> String {
+    cut(format!("Floating IP for load balancer {lb_name}"))
+}
+
 /// The description upstream gives a Service's security group.
 pub(crate) fn upstream_security_group(cluster: &str, namespace: &str, name: &str) -> String {
     cut(format!("Security Group for {namespace}/{name} Service LoadBalancer in cluster {cluster}"))

@@ -197,8 +197,9 @@ fn clusters<'a>(service: &ServiceId<'a>) -> impl Iterator<Item = &'a str> {
 }
 
 /// A floating IP on the VIP of the Service's own load balancer `lb` that a controller
-/// allocated for it, and so releases with it: ours (tagged; also one allocated with the address
-/// `spec.loadBalancerIP` asked for when the project had none), upstream's (its description), or,
+/// allocated for it, and so releases with it: ours (tagged, or described as ours when a kill
+/// came before the tags; also one allocated with the address `spec.loadBalancerIP` asked for
+/// when the project had none), upstream's (its description), or,
 /// on a load balancer the in-tree provider made, one without description or tags (the in-tree
 /// provider made the floating IP of its VIP so, and released it on delete). A user's pre-made
 /// `spec.loadBalancerIP` carries none of these: only detached.
@@ -208,9 +209,12 @@ pub(crate) fn floating_ip_is_own(
     service: &ServiceId<'_>,
 ) -> bool {
     let in_tree = !service.uid.is_empty() && lb.name == names::in_tree(service.uid);
+    let (namespace, name) = (service.namespace, service.name);
     names::is_ours(&fip.tags)
         || clusters(service).any(|cluster| {
-            fip.description == names::upstream_floating_ip(cluster, service.namespace, service.name)
+            fip.description == names::upstream_floating_ip(cluster, namespace, name)
+                || fip.description
+                    == names::floating_ip(&names::load_balancer(cluster, namespace, name))
         })
         || (in_tree && fip.description.is_empty() && fip.tags.is_empty())
 }

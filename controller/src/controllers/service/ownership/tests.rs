@@ -94,3 +94,21 @@ fn relabelling_adds_our_tags_keeps_others_and_renames_only_the_default_cluster_o
     );
     assert_eq!(tags, [OURS, names::OWNER_TAG]);
 }
+
+#[test]
+fn a_floating_ip_described_as_ours_is_ours_without_its_tags() {
+    // Killed between the create and the tags: the description alone says it (issue 35).
+    let fip = |description: &str, tags: &[&str]| FloatingIp {
+        description: description.into(),
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        ..FloatingIp::default()
+    };
+    let own = lb(OURS, "", &[OURS, names::OWNER_TAG]);
+    let is_own = |f: &FloatingIp| floating_ip_is_own(f, &own, &WEB);
+    assert!(is_own(&fip(&format!("Floating IP for load balancer {OURS}"), &[])));
+    assert!(is_own(&fip("", &[names::OWNER_TAG])));
+    // Another Service's description, or a user's, is not.
+    let other = "Floating IP for load balancer kube_service_infra-7x_shop_api";
+    assert!(!is_own(&fip(other, &[])));
+    assert!(!is_own(&fip("my address", &[])));
+}
