@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use occm::app::{self, Env};
+use occm::cloud::session::chain;
 use occm::flags::{Command, Flags};
 
 /// jemalloc, not glibc's malloc: the controller's memory comes in bursts (the first list of
@@ -43,7 +44,8 @@ fn main() -> ExitCode {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(error) => {
-                eprintln!("openstack-cloud-controller-manager migrate-load-balancers: {error:#}");
+                let error = chain(error.as_ref());
+                eprintln!("openstack-cloud-controller-manager migrate-load-balancers: {error}");
                 ExitCode::FAILURE
             }
         };
@@ -51,8 +53,9 @@ fn main() -> ExitCode {
     match runtime.block_on(app::run(flags, env)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!(error = format!("{error:#}"), "exiting");
-            eprintln!("openstack-cloud-controller-manager: {error:#}");
+            let error = chain(error.as_ref());
+            tracing::error!(error, "exiting");
+            eprintln!("openstack-cloud-controller-manager: {error}");
             ExitCode::FAILURE
         }
     }

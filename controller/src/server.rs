@@ -33,8 +33,17 @@ pub(crate) enum Error {
     /// The self-signed certificate could not be made.
     #[error("cannot generate a self-signed certificate")]
     Generate(#[source] rcgen::Error),
-    /// rustls refused the certificate and key.
-    #[error("invalid serving certificate or key")]
+    /// The certificate and key cannot be served.
+    #[error("invalid serving certificate or key: {what}")]
+    Identity {
+        /// The files (`--tls-cert-file`, `--tls-private-key-file`), or the self-signed pair.
+        what: String,
+        /// Why.
+        #[source]
+        source: ccm_tls_explain::certified_key::Error,
+    },
+    /// rustls could not be set up.
+    #[error("cannot set up TLS")]
     Tls(#[source] rustls::Error),
 }
 
@@ -91,13 +100,18 @@ pub(crate) fn tls_config(
     files: Option<(&Path, &Path)>,
     bind: IpAddr,
 ) -> Result<Arc<rustls::ServerConfig>, Error> {
-    let (certs, key) = match files {
+    let (certs, key, what) = match files {
         Some((cert, key)) => {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
                 .map_err(pem(cert))?
                 .collect::<Result<_, _>>()
                 .map_err(pem(cert))?;
-            (certs, PrivateKeyDer::from_pem_file(key).map_err(pem(key))?)
+            let what = format!(
+                "--tls-cert-file {}, --tls-private-key-file {}",
+                cert.display(),
+                key.display()
+            );
+            (certs, PrivateKeyDer::from_pem_file(key).map_err(pem(key))?, what)
         }
         None => {
             let mut names = vec!["localhost".to_owned()];
@@ -106,16 +120,19 @@ pub(crate) fn tls_config(
             }
             let generated = rcgen::generate_simple_self_signed(names).map_err(Error::Generate)?;
             let key = PrivateKeyDer::Pkcs8(generated.signing_key.serialize_der().into());
-            (vec![generated.cert.der().clone()], key)
+            (vec![generated.cert.der().clone()], key, "self-signed".to_owned())
         }
     };
+    // Not `with_single_cert`: it parses the certificate as X.509 v3 only, and refused a v1
+    // one that every client verifying it (OpenSSL, Go) takes. See: issue 36.
+    let identity = ccm_tls_explain::certified_key::from_der(certs, key)
+        .map_err(|source| Error::Identity { what, source })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(Error::Tls)?
         .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(Error::Tls)?;
+        .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(identity)));
     Ok(Arc::new(config))
 }
 
@@ -209,6 +226,48 @@ mod tests {
         assert!(
             plain.is_err() || !plain.unwrap().status().is_success(),
             "plain HTTP is not served"
+        );
+    }
+
+    /// See: issue 36 (`with_single_cert` refused it: rustls parses it as X.509 v3).
+    #[tokio::test]
+    async fn a_v1_serving_certificate_from_files_is_served() {
+        let (cert, key) = testkit::openssl::OpensslCa::new("serving CA").v1_client("occm", &[]);
+        let dir = tempfile::tempdir().unwrap();
+        let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+        std::fs::write(&cert_file, cert).unwrap();
+        std::fs::write(&key_file, &key).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let tls = tls_config(Some((&cert_file, &key_file)), addr.ip())
+            .unwrap_or_else(|e| panic!("{}", crate::cloud::session::chain(&e)));
+        let health = Health {
+            ready: Arc::new(|| Ok(())),
+            metrics: Metrics::shared(),
+            refused: Refused::shared(),
+        };
+        tokio::spawn(serve(listener, tls, router(health)));
+        let client = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let answer = client.get(format!("https://{addr}/healthz")).send().await.unwrap();
+        assert_eq!(answer.status(), 200);
+
+        // A key that is not the certificate's is still refused, naming both files.
+        let other = testkit::openssl::OpensslCa::new("other").v1_client("other", &[]).1;
+        std::fs::write(&key_file, other).unwrap();
+        let err = tls_config(Some((&cert_file, &key_file)), addr.ip()).unwrap_err();
+        assert_eq!(
+            crate::cloud::session::chain(&err),
+            format!(
+                "invalid serving certificate or key: --tls-cert-file {}, --tls-private-key-file \
+                 {}: the private key does not belong to the certificate (their public keys \
+                 differ)",
+                cert_file.display(),
+                key_file.display()
+            )
         );
     }
 }

@@ -99,6 +99,30 @@ fn an_installer_rsa_signer_in_pkcs1_form_issues_the_certificate() {
     assert!(t.read(KUBECONFIG).contains("certificate-authority-data: "));
 }
 
+/// A signer made as `openssl x509 -req -signkey` makes one, without extensions: X.509 v1,
+/// which rcgen (x509-parser) reads as it reads v3. See: issue 36.
+#[test]
+fn an_x509_v1_signer_issues_the_certificate() {
+    let t = Test::new().example("openstack").create(&CreateManifests::offline());
+    let tls = t.dir().join("tls");
+    std::fs::create_dir_all(&tls).unwrap();
+    let (cert, key) = ("kube-control-plane-signer.crt", "kube-control-plane-signer.key");
+    openssl(&["genrsa", "-traditional", "-out", key, "2048"], &tls);
+    let subject = "/OU=openshift/CN=kube-control-plane-signer";
+    openssl(&["req", "-new", "-key", key, "-subj", subject, "-out", "signer.csr"], &tls);
+    openssl(
+        &["x509", "-req", "-in", "signer.csr", "-signkey", key, "-days", "1", "-out", cert],
+        &tls,
+    );
+    let text = openssl(&["x509", "-in", cert, "-noout", "-text"], &tls);
+    assert!(text.contains("Version: 1 (0x0)"), "{text}");
+    std::fs::remove_file(tls.join("signer.csr")).unwrap();
+    t.expect(0);
+    client_cert(&t, &t.dir());
+    let verified = openssl(&["verify", "-CAfile", &format!("tls/{cert}"), "client.crt"], &t.dir());
+    assert_eq!(verified, "client.crt: OK\n");
+}
+
 #[test]
 fn half_a_signer_is_an_error_and_changes_nothing() {
     let t = Test::new()

@@ -365,13 +365,18 @@ impl Cloud for OpenStack {
     }
 }
 
-/// An error and its causes on one line.
+/// An error and its causes on one line, each said once. A cause that its error's message
+/// already ends with is skipped: kube-rs's errors (and rustls's, hyper's) print their cause
+/// *and* return it as `source()` (kube-rs#515), which read `a: b: a: b` (see: issue 36).
 pub fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let said = cause.to_string();
+        if text != said && !text.ends_with(&format!(": {said}")) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
         source = cause.source();
     }
     text
@@ -380,6 +385,23 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// See: issue 36 (`cannot build the Kubernetes client: rustls tls error: invalid private
+    /// key: invalid peer certificate: …`, the same text three times).
+    #[test]
+    fn causes_that_their_error_already_prints_are_said_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot build the Kubernetes client")]
+        struct Ours(#[source] ::kube::Error);
+        let rustls = rustls::Error::General("bad".into());
+        let tls = ::kube::client::RustlsTlsError::InvalidPrivateKey(rustls);
+        let error = Ours(::kube::Error::RustlsTls(tls));
+        assert_eq!(
+            chain(&error),
+            "cannot build the Kubernetes client: rustls tls error: invalid private key: \
+             unexpected error: bad"
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn calls_before_login_fail_fast_as_not_connected_and_keystone_down_is_retried() {

@@ -7,6 +7,8 @@
 //!               Keystone login (password, token, application credential) into an osauth
 //!               session bound to region, interface and endpoint overrides; a failed TLS
 //!               handshake explained in one line (ccm-tls-explain)
+//!  tls          that client's rustls configuration: roots, bundles, verify off, and the
+//!               client certificate presented as given (X.509 v1 too)
 //! ```
 //!
 //! Each binary keeps only what is its own: where the values come from (cloud.conf parsing and
@@ -15,6 +17,7 @@
 
 mod credentials;
 mod session;
+mod tls;
 
 pub use credentials::{Credentials, Interface, Origin};
 pub use session::{Error, connect};

@@ -9,6 +9,7 @@ use osauth::{ErrorKind, InterfaceType, Session};
 use secrecy::ExposeSecret;
 
 use crate::credentials::{Credentials, Interface};
+use crate::tls::{Error as TlsError, Tls};
 
 /// Why no session could be made.
 #[derive(Debug, thiserror::Error)]
@@ -196,34 +197,28 @@ fn endpoint_overrides(c: &Credentials) -> Result<HashMap<String, reqwest::Url>, 
     Ok(overrides)
 }
 
-/// `builder` also trusting the CA bundle `pem` (`what` names it in errors); a bundle without a
+/// `tls` also trusting the CA bundle `pem` (`what` names it in errors); a bundle without a
 /// certificate is an error.
-fn trust(
-    builder: reqwest::ClientBuilder,
-    what: &str,
-    pem: &[u8],
-) -> Result<reqwest::ClientBuilder, Error> {
-    let (builder, count) = ccm_tls_explain::trust_bundle(builder, pem)
-        .map_err(|e| Error::Credentials(format!("{what} is not a PEM bundle: {e}")))?;
-    if count == 0 {
-        return Err(Error::Credentials(format!("{what}: no certificate found")));
-    }
-    Ok(builder)
+fn trust(tls: &mut Tls, what: &str, pem: &[u8]) -> Result<(), Error> {
+    tls.trust(pem).map_err(|e| match e {
+        TlsError::Empty => Error::Credentials(format!("{what}: no certificate found")),
+        TlsError::Pem(e) => Error::Credentials(format!("{what} is not a PEM bundle: {e}")),
+        TlsError::Root(e) => {
+            Error::Credentials(format!("{what}: a certificate cannot be trusted: {e}"))
+        }
+    })
 }
 
 /// The HTTP client: timeouts, every certificate of each CA bundle (rustls trusts the web roots
-/// only), verification off on request (with a warning), the client certificate.
+/// only), verification off on request (with a warning), the client certificate (any X.509
+/// version: [`crate::tls`]).
 fn http_client(c: &Credentials, timeout: Duration) -> Result<reqwest::Client, Error> {
     let invalid = Error::Credentials;
-    // A backstop only: callers bound their calls with their own timeout, which can report a
-    // timeout as such (osauth folds reqwest's timeout into a generic protocol error).
-    let mut builder = reqwest::Client::builder()
-        .timeout(timeout + Duration::from_secs(5))
-        .connect_timeout(timeout.min(Duration::from_secs(10)));
+    let mut tls = Tls::new();
     if let Some(path) = &c.ca_file {
         let what = format!("{} {path}", c.key("ca-file"));
         let pem = std::fs::read(path).map_err(|e| invalid(format!("{what}: {e}")))?;
-        builder = trust(builder, &what, &pem)?;
+        trust(&mut tls, &what, &pem)?;
     }
     let secret_cacert = match c.origin {
         crate::Origin::CloudConf => "the Secret's cacert",
@@ -231,7 +226,7 @@ fn http_client(c: &Credentials, timeout: Duration) -> Result<reqwest::Client, Er
     };
     for (what, pem) in [(secret_cacert, &c.ca_bundle), ("additionalTrustBundle", &c.trust_bundle)] {
         if let Some(pem) = pem {
-            builder = trust(builder, what, pem.as_bytes())?;
+            trust(&mut tls, what, pem.as_bytes())?;
         }
     }
     if c.tls_insecure {
@@ -246,19 +241,41 @@ fn http_client(c: &Credentials, timeout: Duration) -> Result<reqwest::Client, Er
                 "tls-insecure = true: the certificates of OpenStack's endpoints are not verified"
             ),
         }
-        builder = builder.danger_accept_invalid_certs(true);
+        tls.insecure();
     }
     if let (Some(cert), Some(key)) = (&c.cert_file, &c.key_file) {
         let read = |name: &str, path: &str| {
             std::fs::read(path).map_err(|e| invalid(format!("{} {path}: {e}", c.key(name))))
         };
-        let mut pem = read("cert-file", cert)?;
-        pem.extend(read("key-file", key)?);
-        let identity = reqwest::Identity::from_pem(&pem)
-            .map_err(|e| invalid(format!("{}/{}: {e}", c.key("cert-file"), c.key("key-file"))))?;
-        builder = builder.identity(identity);
+        let identity = ccm_tls_explain::certified_key::from_pem(
+            &read("cert-file", cert)?,
+            &read("key-file", key)?,
+        )
+        .map_err(|e| {
+            let (cert_key, key_key) = (c.key("cert-file"), c.key("key-file"));
+            invalid(format!("{cert_key} {cert}, {key_key} {key}: {}", chain(&e)))
+        })?;
+        tls.present(identity);
     }
-    builder.build().map_err(|e| invalid(format!("HTTP client: {e}")))
+    // A backstop only: callers bound their calls with their own timeout, which can report a
+    // timeout as such (osauth folds reqwest's timeout into a generic protocol error).
+    reqwest::Client::builder()
+        .timeout(timeout + Duration::from_secs(5))
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .use_preconfigured_tls(tls.client_config())
+        .build()
+        .map_err(|e| invalid(format!("HTTP client: {e}")))
+}
+
+/// An error and its causes on one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }
 
 #[cfg(test)]

@@ -128,13 +128,30 @@ impl KubeStack {
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let key = KeyPair::generate().expect("client key");
         let cert = params.signed_by(&key, &issuer).expect("client certificate");
-        let (cert, key) = (cert.pem(), key.serialize_pem());
+        self.certificate_kubeconfig(dir, user, &cert.pem(), &key.serialize_pem())
+    }
+
+    /// [`KubeStack::client_kubeconfig`] with an X.509 version 1 certificate, as the Kubernetes
+    /// docs make a user (`openssl x509 -req` with no extension file), which kube-apiserver
+    /// accepts as it accepts v3.
+    pub fn v1_client_kubeconfig(&self, dir: &Path, user: &str, groups: &[&str]) -> PathBuf {
+        let ca = crate::openssl::OpensslCa::from_files(
+            Path::new(&self["KUBE_CLIENT_CA_CERT"]),
+            Path::new(&self["KUBE_CLIENT_CA_KEY"]),
+        );
+        let (cert, key) = ca.v1_client(user, groups);
+        self.certificate_kubeconfig(dir, user, &cert, &key)
+    }
+
+    /// A kubeconfig at `dir/<user>.kubeconfig` for the API server as `user` with this client
+    /// certificate and key (PEM).
+    fn certificate_kubeconfig(&self, dir: &Path, user: &str, cert: &str, key: &str) -> PathBuf {
         let ca = self.server_ca();
         let config = Kubeconfig {
             server: self.url(),
             server_ca: Some(&ca),
             user,
-            client: Some(ClientCertificate { cert: &cert, key: &key }),
+            client: Some(ClientCertificate { cert, key }),
         };
         write_kubeconfig(dir, user, &config.to_yaml().expect("a kubeconfig serializes"))
     }

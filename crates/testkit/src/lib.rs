@@ -9,6 +9,7 @@
 //!  create          `create manifests`: its command line, and the library run
 //!  kube            Node and Service fixtures, a kubeconfig for the fake API server
 //!  tls             a private CA, and TLS servers with a wrong certificate on purpose
+//!  openssl         v1 client certificates as users mint them, and a client-certificate server
 //!  cluster         the fake-kube-apiserver binary driven with real kubectl
 //!  kube_stack      the real Kubernetes of scripts/kube-up.sh (CCM_KUBE_ENV), its audit log
 //!  heartbeat       a test's Nodes kept Ready on that cluster (their Leases renewed)
@@ -26,6 +27,7 @@ pub mod install_config;
 pub mod kube;
 pub mod kube_front;
 pub mod kube_stack;
+pub mod openssl;
 pub mod signal;
 pub mod stack;
 pub mod sweep;

@@ -3,7 +3,10 @@
 //! and the setting that fixes it. osauth folds a handshake failure into "error sending request",
 //! so after a failed login the caller fetches the auth URL once more with the same trust
 //! settings and [`diagnose`] digs the rustls error out of the chain. Both binaries word the fix
-//! in their own settings ([`Settings`]).
+//! in their own settings ([`Settings`]). A certificate of one's own (a client's, or the
+//! `/metrics` server's) goes to rustls through [`certified_key`], which takes X.509 v1 too.
+
+pub mod certified_key;
 
 /// `builder` trusting, besides what it already trusts, every certificate of the PEM bundle
 /// `pem`; with how many were added (0 for a text without a certificate: the caller decides

@@ -127,3 +127,69 @@ fn endpoint_overrides_answer_to_both_spellings_and_a_bad_url_is_named() {
     let err = endpoint_overrides(&c).unwrap_err().to_string();
     assert!(err.starts_with("network_endpoint_override \"not a url\""), "{err}");
 }
+
+/// Writes `text` to `dir/name`; the path.
+fn file(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// See: issue 36 (reqwest's `Identity` refuses it: rustls parses it as X.509 v3).
+#[tokio::test]
+async fn a_v1_client_certificate_is_presented_to_a_server_that_requires_one() {
+    use testkit::openssl::{ClientAuthServer, OpensslCa};
+    use testkit::tls::{TestCa, Validity};
+
+    let client_ca = OpensslCa::new("client CA");
+    let (cert, key) = client_ca.v1_client("occm", &[]);
+    let server_ca = TestCa::new("Keystone CA");
+    let (server_cert, server_key) = server_ca.server(&["127.0.0.1"], Validity::Now);
+    let server =
+        ClientAuthServer::start(&server_cert, &server_key, &client_ca.pem(), &[("v3", "{}")]);
+    let dir = tempfile::tempdir().unwrap();
+    let c = Credentials {
+        ca_bundle: Some(server_ca.pem()),
+        cert_file: Some(file(dir.path(), "client.crt", &cert)),
+        key_file: Some(file(dir.path(), "client.key", &key)),
+        ..password()
+    };
+    let client = http_client(&c, SECOND).unwrap_or_else(|e| panic!("{e}"));
+    let url = format!("https://127.0.0.1:{}/v3", server.port);
+    let answer = client.get(&url).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.text().await.unwrap(), "{}");
+    assert!(server.log().contains("depth=0 CN = occm"), "{}", server.log());
+    drop(client); // s_server serves one connection at a time
+
+    // Verification off takes the same identity.
+    let insecure = Credentials { ca_bundle: None, tls_insecure: true, ..c };
+    let answer = http_client(&insecure, SECOND).unwrap().get(&url).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+}
+
+#[test]
+fn a_client_key_not_of_the_certificate_is_named_with_both_files() {
+    let key_pem = |key: &rcgen::KeyPair| key.serialize_pem();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["occm".to_owned()]).unwrap();
+    let cert = params.self_signed(&key).unwrap().pem();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, other) = (
+        file(dir.path(), "client.crt", &cert),
+        file(dir.path(), "other.key", &key_pem(&rcgen::KeyPair::generate().unwrap())),
+    );
+    let c = Credentials {
+        origin: Origin::CloudsYaml,
+        cert_file: Some(cert.clone()),
+        key_file: Some(other.clone()),
+        ..password()
+    };
+    assert_eq!(
+        http_client(&c, SECOND).unwrap_err().to_string(),
+        format!(
+            "cert {cert}, key {other}: the private key does not belong to the certificate \
+             (their public keys differ)"
+        )
+    );
+}

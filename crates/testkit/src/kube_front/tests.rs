@@ -320,29 +320,11 @@ fn a_client_key_that_is_not_the_certificates_panics_naming_rustls() {
 #[test]
 fn a_v1_client_certificate_panics_saying_rustls_takes_v3_only() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let openssl = |args: &[&str]| {
-        let mut cmd = std::process::Command::new("openssl");
-        cmd.current_dir(dir.path()).args(args);
-        let out = crate::cluster::run_bounded(cmd, None);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "openssl {}: {stderr}", args.join(" "));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj"];
-    openssl(
-        &[&["req", "-x509"], &ec[..], &["/CN=ca", "-keyout", "ca.key", "-out", "ca.crt"]].concat(),
-    );
-    openssl(&[&["req", "-new"], &ec[..], &["/CN=u", "-keyout", "u.key", "-out", "u.csr"]].concat());
-    // Without -extfile, `x509 -req` mints version 1.
-    let sign = ["-in", "u.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial"];
-    openssl(&[&["x509", "-req", "-days", "1", "-out", "u.crt"], &sign[..]].concat());
-    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).expect("PEM");
-    let (cert, key) = (read("u.crt"), read("u.key"));
-    let text = openssl(&["x509", "-in", "u.crt", "-noout", "-text"]);
-    assert!(text.contains("Version: 1 (0x0)"), "this openssl minted no v1 certificate: {text}");
+    let ca = crate::openssl::OpensslCa::new("ca");
+    let (cert, key) = ca.v1_client("u", &[]);
     let text = Kubeconfig {
         server: "https://127.0.0.1:1",
-        server_ca: Some(&read("ca.crt")),
+        server_ca: Some(&ca.pem()),
         user: "v1-user",
         client: Some(ClientCertificate { cert: &cert, key: &key }),
     }
