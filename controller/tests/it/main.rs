@@ -4,9 +4,9 @@
 mod binary;
 mod downgrade;
 mod end_to_end;
-mod floating_ip_faults;
 mod guarded_writes;
 mod in_cluster;
+mod killed_mid_create;
 mod lb_turns;
 mod leader_migration;
 mod load_balancer;

@@ -59,7 +59,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         subnet_id: settings.floating_subnet.id.clone(),
         floating_ip_address: None,
         port_id: lb.vip_port_id.clone(),
-        description: names::floating_ip(&lb.name),
+        description: names::floating_ip_description(&lb.name),
     };
     let tags = [lb.name.clone(), names::OWNER_TAG.to_owned()];
     let doing =
@@ -107,7 +107,7 @@ async fn allocate_requested<L: LoadBalancing>(
         subnet_id: settings.floating_subnet.id.clone(),
         floating_ip_address: Some(address.to_owned()),
         port_id: lb.vip_port_id.clone(),
-        description: names::floating_ip(&lb.name),
+        description: names::floating_ip_description(&lb.name),
     };
     let tags = [lb.name.clone(), names::OWNER_TAG.to_owned()];
     match cloud.create_floating_ip(&spec, &tags).await {

@@ -58,8 +58,17 @@ pub(crate) fn upstream_floating_ip(cluster: &str, namespace: &str, name: &str) -
 /// The description this controller gives the floating IP it allocates for load balancer
 /// `lb_name`. It marks the floating IP as ours by itself too: the tags come in a second call,
 /// and a controller killed between the two must still know it for its own.
-pub(crate) fn floating_ip(lb_name: &str) -> String {
+pub(crate) fn floating_ip_description(lb_name: &str) -> String {
     cut(format!("Floating IP for load balancer {lb_name}"))
+}
+
+/// The description this controller gives the security group of Service `namespace/name`
+/// served by load balancer `lb_name`; like [`floating_ip_description`]'s, a mark of ours by itself (the
+/// tags come in a second call).
+pub(crate) fn security_group_description(namespace: &str, name: &str, lb_name: &str) -> String {
+    cut(format!(
+        "Security group for the members of Service {namespace}/{name} (load balancer {lb_name})"
+    ))
 }
 
 /// The description upstream gives a Service's security group.

@@ -214,18 +214,23 @@ pub(crate) fn floating_ip_is_own(
         || clusters(service).any(|cluster| {
             fip.description == names::upstream_floating_ip(cluster, namespace, name)
                 || fip.description
-                    == names::floating_ip(&names::load_balancer(cluster, namespace, name))
+                    == names::floating_ip_description(&names::load_balancer(
+                        cluster, namespace, name,
+                    ))
         })
         || (in_tree && fip.description.is_empty() && fip.tags.is_empty())
 }
 
 /// A security group named for the Service (`lb-sg-<uid>-<ns>-<name>`) that a controller made
-/// for it: ours (tagged) or upstream's (its description), taken over and deleted with it.
+/// for it: ours (tagged, or described as ours when a kill came before the tags) or upstream's
+/// (its description), taken over and deleted with it.
 pub(crate) fn security_group_is_own(group: &SecurityGroup, service: &ServiceId<'_>) -> bool {
+    let (namespace, name) = (service.namespace, service.name);
     names::is_ours(&group.tags)
         || clusters(service).any(|cluster| {
-            group.description
-                == names::upstream_security_group(cluster, service.namespace, service.name)
+            let lb = names::load_balancer(cluster, namespace, name);
+            group.description == names::upstream_security_group(cluster, namespace, name)
+                || group.description == names::security_group_description(namespace, name, &lb)
         })
 }
 

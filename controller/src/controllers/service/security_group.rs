@@ -236,10 +236,8 @@ async fn find_or_create<C: SecurityGroups>(
         n => return Err(Error::Invalid(format!("{n} security groups are named {name:?}"))),
     }
     let service = owner.service;
-    let description = names::cut(format!(
-        "Security group for the members of Service {}/{} (load balancer {})",
-        service.namespace, service.name, owner.load_balancer
-    ));
+    let description =
+        names::security_group_description(service.namespace, service.name, owner.load_balancer);
     let tags = [owner.load_balancer.to_owned(), names::OWNER_TAG.to_owned()];
     let doing = format!("creating security group {name:?}");
     let group = cloud

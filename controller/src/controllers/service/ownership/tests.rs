@@ -112,3 +112,13 @@ fn a_floating_ip_described_as_ours_is_ours_without_its_tags() {
     assert!(!is_own(&fip(other, &[])));
     assert!(!is_own(&fip("my address", &[])));
 }
+
+#[test]
+fn a_security_group_described_as_ours_is_ours_without_its_tags() {
+    let group = |description: String| SecurityGroup { description, ..SecurityGroup::default() };
+    let ours = names::security_group_description("shop", "web", OURS);
+    assert!(security_group_is_own(&group(ours), &WEB));
+    let others = names::security_group_description("shop", "api", "kube_service_infra-7x_shop_api");
+    assert!(!security_group_is_own(&group(others), &WEB));
+    assert!(!security_group_is_own(&group("a user's".into()), &WEB));
+}
