@@ -6,10 +6,11 @@
 //! every request; it rewrites the real base URLs in every response (the token's service catalog,
 //! the version documents, Nova's next links) to its own, so that every later call of the
 //! controller goes through it too. The servers are booted, waited for and deleted directly
-//! against the real APIs (not through the proxy: not counted).
+//! against the real APIs (not through the proxy: not counted). On request ([`Captures::keep`])
+//! it keeps a copy of the bodies of chosen operations (the soak's member lists, issue 35).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -35,6 +36,69 @@ struct Routes {
     base: String,
     client: reqwest::Client,
     counter: Arc<Counter>,
+    captures: Arc<Captures>,
+}
+
+/// One request whose body was kept, as it went to the real service.
+#[allow(dead_code, reason = "read by benches/soak, not by every bench that includes this file")]
+#[derive(Debug, Clone)]
+pub(crate) struct Captured {
+    /// When the proxy had it (before forwarding).
+    pub(crate) at: Instant,
+    /// ops.rs's name, `load-balancer/members_replace`, …
+    pub(crate) operation: &'static str,
+    /// The path in the proxy's layout (`/load-balancer/v2/lbaas/pools/ID/members`).
+    pub(crate) path: String,
+    pub(crate) body: Bytes,
+    /// The real service's answer; `None` until it came, or when none came.
+    pub(crate) status: Option<u16>,
+}
+
+/// The bodies kept, of the operations asked for (none unless asked: they cost memory).
+#[derive(Debug, Default)]
+pub(crate) struct Captures {
+    operations: Mutex<Vec<&'static str>>,
+    taken: Mutex<Vec<Captured>>,
+}
+
+#[allow(dead_code, reason = "used by benches/soak, not by every bench that includes this file")]
+impl Captures {
+    /// From now on, keeps the request bodies of `operations` (ops.rs's names).
+    pub(crate) fn keep(&self, operations: &[&'static str]) {
+        let mut kept = self.operations.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.extend_from_slice(operations);
+    }
+
+    /// The kept requests from index `from` on, in arrival order.
+    pub(crate) fn since(&self, from: usize) -> Vec<Captured> {
+        let taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
+        taken.get(from..).map(<[Captured]>::to_vec).unwrap_or_default()
+    }
+
+    /// Keeps a copy of `body` when `operation` is wanted; its index, to note the answer.
+    fn take(&self, operation: &'static str, path: &str, body: &Bytes) -> Option<usize> {
+        let wanted = self.operations.lock().unwrap_or_else(PoisonError::into_inner);
+        if !wanted.contains(&operation) {
+            return None;
+        }
+        let mut taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
+        taken.push(Captured {
+            at: Instant::now(),
+            operation,
+            path: path.to_owned(),
+            // A second reference to the same bytes: the request still sends them.
+            body: body.clone(),
+            status: None,
+        });
+        Some(taken.len() - 1)
+    }
+
+    fn answered(&self, index: usize, status: u16) {
+        let mut taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(captured) = taken.get_mut(index) {
+            captured.status = Some(status);
+        }
+    }
 }
 
 /// A booted server.
@@ -51,6 +115,12 @@ pub(crate) struct Real {
     client: reqwest::Client,
     /// Every request of the controller, by operation.
     pub(crate) counter: Arc<Counter>,
+    /// The request bodies kept (none unless [`Captures::keep`] asked for some).
+    #[allow(
+        dead_code,
+        reason = "used by benches/soak, not by every bench that includes this file"
+    )]
+    pub(crate) captures: Arc<Captures>,
 }
 
 impl Real {
@@ -63,6 +133,7 @@ impl Real {
             .build()
             .expect("an HTTP client");
         let counter = Arc::new(Counter::default());
+        let captures = Arc::new(Captures::default());
         let mut services = vec![
             ("identity", origin(&env["OPENSTACK_AUTH_URL"])),
             ("compute", origin(&env["OPENSTACK_COMPUTE_URL"])),
@@ -77,12 +148,13 @@ impl Real {
             base: base.clone(),
             client: client.clone(),
             counter: counter.clone(),
+            captures: captures.clone(),
         });
         let app = Router::new().fallback(forward).with_state(routes);
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Real { env, base, client, counter }
+        Real { env, base, client, counter, captures }
     }
 
     /// Keystone's URL through the proxy, for cloud.conf `auth-url`.
@@ -399,6 +471,7 @@ async fn forward(
         routes.counter.note_token(token);
     }
     let started = Instant::now();
+    let captured = routes.captures.take(operation, path, &body);
 
     let fail = |code: StatusCode, message: String| {
         Response::builder()
@@ -427,6 +500,9 @@ async fn forward(
         Err(e) => return fail(StatusCode::BAD_GATEWAY, format!("{method} {url}: {e}")),
     };
     let status = answer.status();
+    if let Some(index) = captured {
+        routes.captures.answered(index, status.as_u16());
+    }
     let mut response = Response::builder().status(status.as_u16());
     for (name, value) in answer.headers() {
         if !skipped(name) {

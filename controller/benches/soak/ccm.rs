@@ -1,5 +1,8 @@
 //! The CCM binary as a child process: started, SIGKILLed (`Child::kill` sends SIGKILL),
 //! started again; stopped with SIGTERM at the end or when dropped (a panic too).
+//!
+//! `CCM_SOAK_BIN` names another binary (an older build, to see that the soak catches a bug it
+//! had).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -13,13 +16,13 @@ pub(crate) struct Ccm {
     child: Option<Child>,
     /// SIGKILLs sent so far.
     pub(crate) kills: usize,
-    /// When the last start after a kill happened.
-    pub(crate) restarted: Option<Instant>,
+    /// When the process started, each time (the first start included), in order.
+    pub(crate) starts: Vec<Instant>,
 }
 
 impl Ccm {
     pub(crate) fn start(args: Vec<String>, log: PathBuf) -> Ccm {
-        let mut ccm = Ccm { args, log, child: None, kills: 0, restarted: None };
+        let mut ccm = Ccm { args, log, child: None, kills: 0, starts: Vec::new() };
         ccm.spawn();
         ccm
     }
@@ -30,7 +33,8 @@ impl Ccm {
             .append(true)
             .open(&self.log)
             .expect("the CCM's log file");
-        let child = Command::new(BIN)
+        let bin = std::env::var("CCM_SOAK_BIN").unwrap_or_else(|_| BIN.to_owned());
+        let child = Command::new(bin)
             .args(&self.args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
@@ -38,6 +42,7 @@ impl Ccm {
             .spawn()
             .expect("start the CCM binary");
         self.child = Some(child);
+        self.starts.push(Instant::now());
     }
 
     pub(crate) fn pid(&self) -> Option<u32> {
@@ -59,7 +64,6 @@ impl Ccm {
     pub(crate) fn restart(&mut self) {
         if self.child.is_none() {
             self.spawn();
-            self.restarted = Some(Instant::now());
         }
     }
 

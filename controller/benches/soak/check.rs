@@ -1,14 +1,18 @@
 //! The end state the soak demands, read from OpenStack (scripts/openstack/soak_state.py state)
-//! and the fake API server: every live Service has exactly one load balancer with the right
+//! and the API server: every live Service has exactly one load balancer with the right
 //! listeners, members, status and addresses; nothing of a deleted (or no longer LoadBalancer)
 //! Service is left; no finalizer is stuck.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fake_kube_apiserver::FakeApiServer;
 use serde_json::Value;
 
+use crate::cluster::Cluster;
+use crate::journal;
 use crate::world::{HOST, Kind, NAMESPACE, World};
+
+/// Nodes with this label are never members (Kubernetes' well-known label; the CCM's rule).
+const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 
 const OWNER_TAG: &str = "kube_managed_by_openstack-cloud-controller-manager";
 
@@ -27,16 +31,24 @@ impl Report {
         self.problems.is_empty() && self.orphans.is_empty() && self.duplicates.is_empty()
     }
 
+    /// Every line, with its kind: stdout and the report.
     pub(crate) fn print(&self) {
-        for (title, list) in [
+        for line in self.lines() {
+            journal::out(&format!("soak: {line}"));
+        }
+    }
+
+    /// `problem: …`, `orphan: …`, `duplicate: …`, one per finding.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let kinds = [
             ("problem", &self.problems),
             ("orphan", &self.orphans),
             ("duplicate", &self.duplicates),
-        ] {
-            for line in list {
-                println!("soak: {title}: {line}");
-            }
-        }
+        ];
+        kinds
+            .iter()
+            .flat_map(|(title, list)| list.iter().map(move |line| format!("{title}: {line}")))
+            .collect()
     }
 }
 
@@ -48,10 +60,17 @@ fn describe(kind: &str, v: &Value) -> String {
     format!("{kind} {} {}", text(v, "id"), text(v, "name"))
 }
 
-/// The addresses pool members must have: `IP:nodePort` of every Ready Node with an InternalIP.
-fn member_ips(fake: &FakeApiServer) -> Vec<String> {
+/// The addresses pool members must have: the InternalIP of every Ready Node not excluded from
+/// load balancers (on the real server, Nodes not the soak's count too: the CCM serves them).
+fn member_ips(cluster: &dyn Cluster) -> Vec<String> {
     let mut ips = Vec::new();
-    for node in fake.list("v1", "nodes") {
+    for node in cluster.list("nodes") {
+        let labels = node.pointer("/metadata/labels").and_then(Value::as_object);
+        if labels.is_some_and(|l| l.contains_key(EXCLUDE_LABEL))
+            || node.pointer("/metadata/deletionTimestamp").is_some()
+        {
+            continue;
+        }
         let conditions = node.pointer("/status/conditions").and_then(Value::as_array);
         let ready = conditions
             .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
@@ -66,13 +85,24 @@ fn member_ips(fake: &FakeApiServer) -> Vec<String> {
     ips
 }
 
+/// The soak's Services as the API server has them, by name (one list, not a get each).
+fn services(cluster: &dyn Cluster) -> BTreeMap<String, Value> {
+    cluster
+        .list("services")
+        .into_iter()
+        .filter(|s| s.pointer("/metadata/namespace").and_then(Value::as_str) == Some(NAMESPACE))
+        .filter_map(|s| Some((s.pointer("/metadata/name")?.as_str()?.to_owned(), s)))
+        .collect()
+}
+
 /// What the API server alone shows is not done yet: a LoadBalancer Service without an
 /// ingress, a ClusterIP one with one, a deleted one still there (its finalizer).
-pub(crate) fn pending(world: &World, fake: &FakeApiServer) -> Vec<String> {
+pub(crate) fn pending(world: &World, cluster: &dyn Cluster) -> Vec<String> {
+    let services = services(cluster);
     let mut left = Vec::new();
     for (name, svc) in &world.live {
-        let object = fake.get("v1", "services", NAMESPACE, name);
-        let ingress = object.as_ref().and_then(|o| o.pointer("/status/loadBalancer/ingress/0/ip"));
+        let object = services.get(name);
+        let ingress = object.and_then(|o| o.pointer("/status/loadBalancer/ingress/0/ip"));
         if svc.balanced != ingress.is_some() {
             left.push(format!(
                 "Service {name}: ingress {ingress:?} (type LoadBalancer: {})",
@@ -81,7 +111,7 @@ pub(crate) fn pending(world: &World, fake: &FakeApiServer) -> Vec<String> {
         }
     }
     for name in &world.deleted {
-        if fake.get("v1", "services", NAMESPACE, name).is_some() {
+        if services.contains_key(name) {
             left.push(format!("deleted Service {name} is still there"));
         }
     }
@@ -91,7 +121,7 @@ pub(crate) fn pending(world: &World, fake: &FakeApiServer) -> Vec<String> {
 /// `decoys`: IDs the checks leave out (compared separately, field by field).
 pub(crate) fn check(
     world: &World,
-    fake: &FakeApiServer,
+    api: &dyn Cluster,
     state: &Value,
     cluster: &str,
     decoys: &BTreeSet<String>,
@@ -103,14 +133,15 @@ pub(crate) fn check(
     let lbs: Vec<Value> = lbs.into_iter().filter(|l| !decoys.contains(&text(l, "id"))).collect();
     let prefix = format!("kube_service_{cluster}_{NAMESPACE}_");
     let lb_name = |svc: &str| format!("{prefix}{svc}");
-    let ips = member_ips(fake);
+    let ips = member_ips(api);
+    let services = services(api);
 
     // Which load balancer names, groups and floating IPs live Services own.
     let mut owned_lbs = BTreeSet::new();
     let mut owned_groups = BTreeSet::new();
     let mut owned_fips = BTreeSet::new();
     for (name, svc) in &world.live {
-        let Some(object) = fake.get("v1", "services", NAMESPACE, name) else {
+        let Some(object) = services.get(name) else {
             r.problems.push(format!("Service {name} is gone from the API server"));
             continue;
         };
@@ -251,7 +282,7 @@ pub(crate) fn check(
 
     // Deleted Services: gone, finalizer and all.
     for name in &world.deleted {
-        if let Some(object) = fake.get("v1", "services", NAMESPACE, name) {
+        if let Some(object) = services.get(name) {
             let finalizers = object.pointer("/metadata/finalizers").cloned().unwrap_or_default();
             r.problems
                 .push(format!("deleted Service {name} is still there (finalizers {finalizers})"));

@@ -34,10 +34,10 @@ impl Scripts {
             }
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(attempt < tries, "soak_state.py {args:?}: {err}");
-            eprintln!(
+            crate::journal::note(&format!(
                 "soak_state.py {args:?} failed (tried again): {}",
                 err.trim().lines().last().unwrap_or_default()
-            );
+            ));
             std::thread::sleep(std::time::Duration::from_secs(2));
         }
         unreachable!("the last attempt returned or panicked")

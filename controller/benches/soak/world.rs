@@ -1,12 +1,18 @@
-//! What the soak wants the cluster to hold, and the random changes it makes to it in the fake
-//! API server: Services (created, changed, deleted) and Nodes (join, leave, flip Ready).
+//! What the soak wants the cluster to hold, and the random changes it makes to it: Services
+//! (created, changed, deleted) and Nodes (join, leave, flip Ready), with each node's
+//! eligibility over time for the member-list rule (batches.rs).
+//!
+//! No Service selects its members (no node selector, no `externalTrafficPolicy: Local`) and no
+//! Node is excluded from load balancers: every pool must hold every eligible node.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
 
-use fake_kube_apiserver::FakeApiServer;
 use serde_json::{Value, json};
 use testkit::kube::NodeFixture;
 
+use crate::batches::Eligibility;
+use crate::cluster::Cluster;
 use crate::rng::Rng;
 
 pub(crate) const NAMESPACE: &str = "soak";
@@ -74,6 +80,8 @@ pub(crate) struct World {
     /// The host's load balancer, once known.
     pub(crate) host_lb: Option<String>,
     pub(crate) counts: Counts,
+    /// When each node was eligible as a member.
+    pub(crate) eligibility: Eligibility,
 }
 
 impl World {
@@ -89,9 +97,11 @@ impl World {
             ready: BTreeMap::new(),
             host_lb: None,
             counts: Counts::default(),
+            eligibility: Eligibility::default(),
         }
     }
 
+    /// A free nodePort of the soak, in the real server's default range (30000–32767).
     fn node_port(&mut self, rng: &mut Rng) -> u16 {
         loop {
             let p = 30000 + rng.below(2700) as u16;
@@ -114,24 +124,40 @@ impl World {
     }
 
     /// Every server joins as a tainted Node (the CCM initializes it), Ready.
-    pub(crate) fn join_all(&mut self, fake: &FakeApiServer) {
+    pub(crate) fn join_all(&mut self, cluster: &dyn Cluster) {
         for name in self.servers.clone() {
-            fake.create("v1", "nodes", "", NodeFixture::tainted(&name).build());
+            cluster.create("nodes", "", NodeFixture::tainted(&name).build());
+            self.eligibility.set_ready(&name, true, Instant::now());
             self.ready.insert(name, true);
         }
     }
 
+    /// Reads the Nodes' InternalIPs (set by the CCM when it initializes a node) into the
+    /// eligibility record.
+    pub(crate) fn observe_nodes(&mut self, cluster: &dyn Cluster) {
+        let at = Instant::now();
+        for node in cluster.list("nodes") {
+            let name = node.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+            let addresses = node.pointer("/status/addresses").and_then(Value::as_array);
+            let ip = addresses
+                .and_then(|a| a.iter().find(|a| a["type"] == "InternalIP"))
+                .and_then(|a| a["address"].as_str());
+            self.eligibility.seen(name, ip, at);
+        }
+    }
+
     /// The host of the shared load balancer: internal, one port.
-    pub(crate) fn create_host(&mut self, fake: &FakeApiServer, rng: &mut Rng) {
+    pub(crate) fn create_host(&mut self, cluster: &dyn Cluster, rng: &mut Rng) {
         let node_port = self.node_port(rng);
-        let svc = Svc {
+        let mut svc = Svc {
             kind: Kind::Internal,
             ports: vec![(80, node_port)],
             balanced: true,
             ranges: vec![],
             method: None,
         };
-        fake.create("v1", "services", NAMESPACE, object(HOST, &svc, None));
+        let stored = cluster.create("services", NAMESPACE, object(HOST, &svc, None));
+        self.read_node_ports(&stored, &mut svc);
         self.live.insert(HOST.to_owned(), svc);
     }
 
@@ -140,7 +166,7 @@ impl World {
         self.live.len() < self.max
     }
 
-    pub(crate) fn create(&mut self, fake: &FakeApiServer, rng: &mut Rng) -> String {
+    pub(crate) fn create(&mut self, cluster: &dyn Cluster, rng: &mut Rng) -> String {
         let mut kind = *rng.pick(&KINDS);
         if kind == Kind::Shared && self.host_lb.is_none() {
             kind = Kind::Internal;
@@ -157,8 +183,10 @@ impl World {
             Kind::SourceRanges => vec![format!("192.0.2.{}/32", rng.below(250) + 1)],
             _ => vec![],
         };
-        let svc = Svc { kind, ports, balanced: true, ranges, method: None };
-        fake.create("v1", "services", NAMESPACE, object(&name, &svc, self.host_lb.as_deref()));
+        let mut svc = Svc { kind, ports, balanced: true, ranges, method: None };
+        let stored =
+            cluster.create("services", NAMESPACE, object(&name, &svc, self.host_lb.as_deref()));
+        self.read_node_ports(&stored, &mut svc);
         self.live.insert(name.clone(), svc);
         self.counts.creates += 1;
         name
@@ -166,7 +194,7 @@ impl World {
 
     /// A random change of a random Service (never the host): ports, an annotation, source
     /// ranges, or its type away from LoadBalancer and back.
-    pub(crate) fn update(&mut self, fake: &FakeApiServer, rng: &mut Rng) -> Option<String> {
+    pub(crate) fn update(&mut self, cluster: &dyn Cluster, rng: &mut Rng) -> Option<String> {
         let names: Vec<String> = self.live.keys().filter(|n| *n != HOST).cloned().collect();
         if names.is_empty() {
             return None;
@@ -218,27 +246,29 @@ impl World {
         for key in [LB_METHOD, INTERNAL, LB_ID] {
             annotations.entry(key).or_insert(Value::Null);
         }
-        if svc.ranges.is_empty() {
+        // The real server allows source ranges on type LoadBalancer only.
+        if svc.ranges.is_empty() || !svc.balanced {
             patch["spec"]["loadBalancerSourceRanges"] = Value::Null;
         }
-        fake.patch("v1", "services", NAMESPACE, &name, patch);
+        let stored = cluster.patch("services", NAMESPACE, &name, patch);
+        self.read_node_ports(&stored, &mut svc);
         self.live.insert(name.clone(), svc);
         self.counts.updates += 1;
         Some(format!("{name}: {change}"))
     }
 
-    pub(crate) fn delete(&mut self, fake: &FakeApiServer, rng: &mut Rng) -> Option<String> {
+    pub(crate) fn delete(&mut self, cluster: &dyn Cluster, rng: &mut Rng) -> Option<String> {
         let names: Vec<String> = self.live.keys().filter(|n| *n != HOST).cloned().collect();
         if names.is_empty() {
             return None;
         }
         let name = rng.pick(&names).clone();
-        self.remove(fake, &name);
+        self.remove(cluster, &name);
         Some(name)
     }
 
-    pub(crate) fn remove(&mut self, fake: &FakeApiServer, name: &str) {
-        fake.delete("v1", "services", NAMESPACE, name);
+    pub(crate) fn remove(&mut self, cluster: &dyn Cluster, name: &str) {
+        cluster.delete("services", NAMESPACE, name);
         if let Some(svc) = self.live.remove(name) {
             for (port, node_port) in svc.ports {
                 self.node_ports.remove(&node_port);
@@ -252,27 +282,55 @@ impl World {
     }
 
     /// A node leaves (its Node deleted; the server stays), joins again, or flips Ready.
-    pub(crate) fn node_change(&mut self, fake: &FakeApiServer, rng: &mut Rng) -> String {
+    pub(crate) fn node_change(&mut self, cluster: &dyn Cluster, rng: &mut Rng) -> String {
         let name = rng.pick(&self.servers).clone();
         self.counts.node_changes += 1;
         match self.ready.get(&name).copied() {
             None => {
-                fake.create("v1", "nodes", "", NodeFixture::tainted(&name).build());
+                cluster.create("nodes", "", NodeFixture::tainted(&name).build());
+                self.eligibility.set_ready(&name, true, Instant::now());
                 self.ready.insert(name.clone(), true);
                 format!("{name} joins")
             }
             Some(_) if rng.below(3) == 0 && self.ready.len() > 2 => {
-                fake.delete("v1", "nodes", "", &name);
+                cluster.delete("nodes", "", &name);
+                self.eligibility.left(&name, Instant::now());
                 self.ready.remove(&name);
                 format!("{name} leaves")
             }
             Some(ready) => {
                 let status = if ready { "False" } else { "True" };
+                // Through the status subresource (cluster.rs), as a kubelet writes it.
                 let patch =
                     json!({"status": {"conditions": [{"type": "Ready", "status": status}]}});
-                fake.patch("v1", "nodes", "", &name, patch);
+                cluster.patch("nodes", "", &name, patch);
+                self.eligibility.set_ready(&name, !ready, Instant::now());
                 self.ready.insert(name.clone(), !ready);
                 format!("{name} Ready={status}")
+            }
+        }
+    }
+
+    /// Takes the nodePorts the server stored (the real one picks its own when another
+    /// Service holds one the soak chose).
+    fn read_node_ports(&mut self, stored: &Value, svc: &mut Svc) {
+        if !svc.balanced {
+            return;
+        }
+        let stored_ports = stored.pointer("/spec/ports").and_then(Value::as_array);
+        for (port, node_port) in &mut svc.ports {
+            let found = stored_ports
+                .into_iter()
+                .flatten()
+                .find(|p| p["port"] == *port)
+                .and_then(|p| p["nodePort"].as_u64())
+                .and_then(|n| u16::try_from(n).ok());
+            if let Some(found) = found
+                && found != *node_port
+            {
+                self.node_ports.remove(node_port);
+                self.node_ports.insert(found);
+                *node_port = found;
             }
         }
     }
@@ -309,7 +367,7 @@ fn object(name: &str, svc: &Svc, host_lb: Option<&str>) -> Value {
         "ports": ports,
         "selector": {"app": name},
     });
-    if !svc.ranges.is_empty() {
+    if !svc.ranges.is_empty() && svc.balanced {
         spec["loadBalancerSourceRanges"] = json!(svc.ranges);
     }
     json!({

@@ -45,3 +45,7 @@ mod replay;
 #[allow(dead_code, reason = "shared with benches/scale, which uses the rest")]
 #[path = "../../benches/scale/real.rs"]
 mod real;
+// The soak's member-list rule (benches/soak has no test harness): its unit tests run here.
+#[allow(dead_code, reason = "the soak's member-list rule; its tests run here")]
+#[path = "../../benches/soak/batches.rs"]
+mod soak_batches;
