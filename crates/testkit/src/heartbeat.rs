@@ -42,13 +42,26 @@ async fn renew(kube: KubeStack, nodes: Vec<String>) {
             })
             .collect();
         let list = json!({"apiVersion": "v1", "kind": "List", "items": leases});
-        let kube = kube.clone();
+        let mut apply = kube.kubectl();
+        apply.args(["apply", "-f", "-"]);
         let applied = tokio::task::spawn_blocking(move || {
-            kube.run(&["apply", "-f", "-"], Some(&list.to_string()));
+            crate::cluster::run_bounded(apply, Some(&list.to_string()))
         });
-        // A failed renewal fails the test that relies on it (the panic is the join error's).
-        applied.await.expect("renewing the test's node leases");
-        tokio::time::sleep(Duration::from_secs(10)).await;
+        // A failed renewal is said and tried again soon, never ends the renewals: a task that
+        // panicked would stop them silently, and the Nodes would turn Unknown 40 s later.
+        let next = match applied.await {
+            Ok(out) if out.status.success() => Duration::from_secs(10),
+            Ok(out) => {
+                let why = String::from_utf8_lossy(&out.stderr);
+                eprintln!("heartbeat: renewing the node leases failed ({}): {why}", out.status);
+                Duration::from_secs(2)
+            }
+            Err(e) => {
+                eprintln!("heartbeat: renewing the node leases failed: {e}");
+                Duration::from_secs(2)
+            }
+        };
+        tokio::time::sleep(next).await;
     }
 }
 
