@@ -253,7 +253,7 @@ fn http_client(c: &Credentials, timeout: Duration) -> Result<reqwest::Client, Er
         )
         .map_err(|e| {
             let (cert_key, key_key) = (c.key("cert-file"), c.key("key-file"));
-            invalid(format!("{cert_key} {cert}, {key_key} {key}: {}", chain(&e)))
+            invalid(format!("{cert_key} {cert}, {key_key} {key}: {}", ccm_tls_explain::chain(&e)))
         })?;
         tls.present(identity);
     }
@@ -265,17 +265,6 @@ fn http_client(c: &Credentials, timeout: Duration) -> Result<reqwest::Client, Er
         .use_preconfigured_tls(tls.client_config())
         .build()
         .map_err(|e| invalid(format!("HTTP client: {e}")))
-}
-
-/// An error and its causes on one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

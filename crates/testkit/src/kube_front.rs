@@ -11,7 +11,6 @@
 //! port-forward).
 
 use std::convert::Infallible;
-use std::error::Error;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,6 +19,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use base64::Engine as _;
+use ccm_tls_explain::chain;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
@@ -463,17 +463,6 @@ fn failure(code: StatusCode, message: &str) -> Response<Body> {
     let json = HeaderValue::from_static("application/json");
     response.headers_mut().insert(header::CONTENT_TYPE, json);
     response
-}
-
-/// An error with its causes (reqwest's Display leaves out the TLS reason).
-fn chain(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

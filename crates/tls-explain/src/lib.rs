@@ -7,6 +7,9 @@
 //! `/metrics` server's) goes to rustls through [`certified_key`], which takes X.509 v1 too.
 
 pub mod certified_key;
+mod chain;
+
+pub use chain::chain;
 
 /// `builder` trusting, besides what it already trusts, every certificate of the PEM bundle
 /// `pem`; with how many were added (0 for a text without a certificate: the caller decides
