@@ -176,6 +176,16 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
 
+    /// A client of the self-signed server; every request bounded: a server that stops
+    /// answering fails the test, not hangs it.
+    fn client() -> reqwest::Client {
+        reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .unwrap()
+    }
+
     #[tokio::test]
     async fn endpoints_answer_over_tls_and_readyz_follows_readiness() {
         let ready = Arc::new(AtomicBool::new(false));
@@ -191,12 +201,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let tls = tls_config(None, addr.ip()).unwrap();
         tokio::spawn(serve(listener, tls, router(health)));
-        // Every request is bounded: a server that stops answering fails the test, not hangs it.
-        let client = reqwest::Client::builder()
-            .danger_accept_invalid_certs(true)
-            .timeout(std::time::Duration::from_secs(10))
-            .build()
-            .unwrap();
+        let client = client();
         let get = |path: &str| client.get(format!("https://{addr}{path}")).send();
         assert_eq!(get("/healthz").await.unwrap().status(), 200);
         let not_ready = get("/readyz").await.unwrap();
@@ -247,11 +252,7 @@ mod tests {
             refused: Refused::shared(),
         };
         tokio::spawn(serve(listener, tls, router(health)));
-        let client = reqwest::Client::builder()
-            .danger_accept_invalid_certs(true)
-            .timeout(std::time::Duration::from_secs(10))
-            .build()
-            .unwrap();
+        let client = client();
         let answer = client.get(format!("https://{addr}/healthz")).send().await.unwrap();
         assert_eq!(answer.status(), 200);
 

@@ -47,6 +47,15 @@ pub(crate) async fn until<T>(
     }
 }
 
+/// A cloud config authenticating as `cloud` of the stack's clouds.yaml, with `lb` as the
+/// `[LoadBalancer]` section's keys.
+pub(crate) fn clouds_conf(env: &StackEnv, cloud: &str, lb: &str) -> String {
+    format!(
+        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {cloud}\n\n[LoadBalancer]\n{lb}",
+        env["OPENSTACK_CLOUDS_YAML"]
+    )
+}
+
 /// The controller binary with only the service controller, for `cloud` of the stack, against
 /// `fake`; `tag` makes the cluster name (and so every load-balancer name) this test's own.
 pub(crate) fn start(
@@ -90,10 +99,7 @@ pub(crate) fn start_with_flags(
         "the stack runs no Octavia: start it with scripts/openstack-up.sh (not OPENSTACK_OCTAVIA=0)"
     );
     let cluster = format!("{tag}{}", std::process::id());
-    let conf = format!(
-        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {cloud}\n\n[LoadBalancer]\n{lb}",
-        env["OPENSTACK_CLOUDS_YAML"]
-    );
+    let conf = clouds_conf(env, cloud, lb);
     let cluster_flag = format!("--cluster-name={cluster}");
     testkit::sweep::watch(&cluster); // what its CCM makes carries the cluster name
     let mut flags = vec!["--controllers=service", &cluster_flag, "--leader-elect=false"];

@@ -19,7 +19,7 @@ use testkit::kube_stack::{KubeStack, unique};
 use testkit::stack::StackEnv;
 use testkit::sweep::Sweep;
 
-use crate::load_balancer::{FINALIZER, lb_list, node, until};
+use crate::load_balancer::{FINALIZER, clouds_conf, lb_list, node, until};
 use crate::support::{Process, start_with_kubeconfig};
 
 /// The two members' InternalIPs (on the stack's internal subnet; no port is needed: this CCM
@@ -70,13 +70,8 @@ async fn restart_keeps_the_pools(start: Start) {
     stack.create(&service.to_string());
 
     let conf = dir.path().join("cloud.conf");
-    let text = format!(
-        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {}\n\n[LoadBalancer]\nsubnet-id = {}\n",
-        env["OPENSTACK_CLOUDS_YAML"],
-        env["OPENSTACK_CLOUD_APPCRED"],
-        env["OPENSTACK_INTERNAL_SUBNET_ID"]
-    );
-    std::fs::write(&conf, text).unwrap();
+    let subnet = format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]);
+    std::fs::write(&conf, clouds_conf(&env, &env["OPENSTACK_CLOUD_APPCRED"], &subnet)).unwrap();
     let user = unique("ccm-restart");
     let direct = stack.client_kubeconfig(dir.path(), &user, &["system:masters"]);
     let front = KubeFront::start(Upstream::from_kubeconfig(&direct), Delay::none()).await;

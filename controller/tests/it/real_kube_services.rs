@@ -10,7 +10,7 @@ use testkit::kube::load_balancer_service;
 use testkit::kube_stack::{AuditLog, KubeStack, request, unique};
 use testkit::stack::StackEnv;
 
-use crate::load_balancer::{FINALIZER, lb_list, node, until};
+use crate::load_balancer::{FINALIZER, clouds_conf, lb_list, node, until};
 use crate::support::{Process, start_with_kubeconfig};
 
 /// The test's Node, its Service's finalizer and its load balancers, undone when dropped (a
@@ -120,13 +120,8 @@ async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_l
     stack.create(&service.to_string());
 
     let conf = dir.path().join("cloud.conf");
-    let text = format!(
-        "[Global]\nuse-clouds = true\nclouds-file = {}\ncloud = {}\n\n[LoadBalancer]\nsubnet-id = {}\n",
-        env["OPENSTACK_CLOUDS_YAML"],
-        env["OPENSTACK_CLOUD_APPCRED"],
-        env["OPENSTACK_INTERNAL_SUBNET_ID"]
-    );
-    std::fs::write(&conf, text).unwrap();
+    let subnet = format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]);
+    std::fs::write(&conf, clouds_conf(&env, &env["OPENSTACK_CLOUD_APPCRED"], &subnet)).unwrap();
     let kubeconfig = stack.client_kubeconfig(dir.path(), &user, &["system:masters"]);
     let mut ccm = start(&conf, &kubeconfig, &cluster);
 
