@@ -103,6 +103,22 @@ class Scene:
             time.sleep(1)
             return fn(*args, **kwargs)
 
+    # A delete that answered 500 may still have happened: a repeat that finds nothing means the
+    # first one did its work. A first answer of 404 stays an error (there was nothing to delete).
+    def delete_once(self, fn, obj_id):
+        try:
+            return fn(obj_id, ignore_missing=False)
+        except self.openstack.exceptions.HttpException as e:
+            if e.status_code is None or e.status_code < 500:
+                raise
+            print('openstack_scene: %s; retrying once' % e, file=sys.stderr)
+            time.sleep(1)
+        try:
+            return fn(obj_id, ignore_missing=False)
+        except self.openstack.exceptions.NotFoundException:
+            print('openstack_scene: %s is gone: the first delete did it' % obj_id, file=sys.stderr)
+            return None
+
     def record(self, kind, obj_id, name=''):
         ledger = os.environ.get(LEDGER)
         if ledger:
@@ -268,7 +284,7 @@ class Scene:
 
     def server_delete(self, a):
         try:
-            self.retry(self.conn.compute.delete_server, a.id, ignore_missing=False)
+            self.delete_once(self.conn.compute.delete_server, a.id)
         except self.openstack.exceptions.NotFoundException:
             fail('server %s not found' % a.id)
         if a.wait:
@@ -332,7 +348,7 @@ class Scene:
         return port_json(self.conn.network.get_port(a.id))
 
     def port_delete(self, a):
-        self.retry(self.conn.network.delete_port, a.id, ignore_missing=False)
+        self.delete_once(self.conn.network.delete_port, a.id)
         return {'id': a.id, 'deleted': True}
 
     def floating_ip_create(self, a):
@@ -355,7 +371,7 @@ class Scene:
         return fip_json(fip)
 
     def floating_ip_delete(self, a):
-        self.retry(self.conn.network.delete_ip, a.id, ignore_missing=False)
+        self.delete_once(self.conn.network.delete_ip, a.id)
         return {'id': a.id, 'deleted': True}
 
     def floating_ip_list(self, _a):
@@ -374,7 +390,7 @@ class Scene:
 
 
     def security_group_delete(self, a):
-        self.retry(self.conn.network.delete_security_group, a.id, ignore_missing=False)
+        self.delete_once(self.conn.network.delete_security_group, a.id)
         return {'id': a.id, 'deleted': True}
 
     def loadbalancer_create(self, a):
@@ -648,22 +664,22 @@ class Scene:
             if not leftovers.wait_gone(lbapi.get_load_balancer, oid, self.timeout, gone):
                 fail('load balancer %s still there after %ss' % (oid, self.timeout))
         elif kind == 'floating-ip':
-            self.retry(net.delete_ip, oid, ignore_missing=False)
+            self.delete_once(net.delete_ip, oid)
         elif kind == 'server':
-            self.retry(self.conn.compute.delete_server, oid, ignore_missing=False)
+            self.delete_once(self.conn.compute.delete_server, oid)
             self.delete_until_gone(oid)
         elif kind == 'port':
-            self.retry(net.delete_port, oid, ignore_missing=False)
+            self.delete_once(net.delete_port, oid)
         elif kind == 'security-group':
             try:
-                self.retry(net.delete_security_group, oid, ignore_missing=False)
+                self.delete_once(net.delete_security_group, oid)
             except self.openstack.exceptions.ConflictException:
                 # Still on a port the test did not make: taken off it, then deleted.
                 for port in net.ports():
                     if oid in (port.security_group_ids or []):
                         net.update_port(port, security_groups=[
                             g for g in port.security_group_ids if g != oid])
-                self.retry(net.delete_security_group, oid, ignore_missing=False)
+                self.delete_once(net.delete_security_group, oid)
         elif kind == 'network':
             for sub in net.subnets(network_id=oid):
                 for router in net.routers():
@@ -673,7 +689,7 @@ class Scene:
                         pass
             for port in net.ports(network_id=oid):
                 self.retry(net.delete_port, port.id, ignore_missing=True)
-            self.retry(net.delete_network, oid, ignore_missing=False)
+            self.delete_once(net.delete_network, oid)
         elif kind == 'region':
             self.region_delete(argparse.Namespace(name=oid))
         elif kind == 'rbac-policy':

@@ -47,6 +47,9 @@ done
 step "shellcheck"
 shellcheck scripts/*.sh scripts/lib/*.sh scripts/openstack/*.sh scripts/kube/*.sh .ci/run
 
+step "the test scripts' own tests (python3 -m unittest, scripts/tests)"
+python3 -m unittest discover -s scripts/tests
+
 step "tests"
 # A missing or changed golden file fails the run instead of being written (review them with
 # `cargo insta review`, or regenerate with INSTA_UPDATE=always and read the diff).
