@@ -198,9 +198,12 @@ pub enum Command {
     /// renames each load balancer this controller manages to `a<uid32>` (the only name the
     /// in-tree provider looks for), so that it finds the same load balancer, VIP and floating IP
     /// instead of making a second one. `--to external` renames them back (the controller also
-    /// knows them under the in-tree name). Prints one line per Service; exits 0 when every one
-    /// went through, 1 otherwise (a shared load balancer, one that is not ACTIVE or not the
-    /// Service's own). Safe to run twice.
+    /// knows them under the in-tree name). The cluster name is read off our tags on the load
+    /// balancers the Services' `load-balancer-id` annotations name. Prints one line per Service;
+    /// exits 0 when every one went through; 1 otherwise (a shared load balancer, one that is
+    /// not ACTIVE or not the Service's own, a Service with an address whose load balancer was
+    /// not found); 2, changing nothing, when `--cluster-name` contradicts those tags or they
+    /// name more than one cluster. Safe to run twice.
     MigrateLoadBalancers(crate::migrate::MigrateArgs),
 }
 

@@ -41,8 +41,9 @@ fn main() -> ExitCode {
     if let Some(Command::MigrateLoadBalancers(args)) = flags.command {
         let search = occm::config::clouds::search_paths(env.os_client_config_file, env.home);
         return match runtime.block_on(occm::migrate::run(args, search)) {
-            Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => ExitCode::FAILURE,
+            Ok(occm::migrate::Outcome::Done) => ExitCode::SUCCESS,
+            Ok(occm::migrate::Outcome::Failed) => ExitCode::FAILURE,
+            Ok(occm::migrate::Outcome::Refused) => ExitCode::from(2),
             Err(error) => {
                 let error = chain(error.as_ref());
                 eprintln!("openstack-cloud-controller-manager migrate-load-balancers: {error}");

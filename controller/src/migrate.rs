@@ -6,6 +6,12 @@
 //! controller knows the load balancer again when it comes back (with or without `--to
 //! external`). Shared load balancers cannot be handed back: the in-tree provider has no
 //! sharing.
+//!
+//! Each Service's load balancer is found by its `load-balancer-id` annotation first, then by
+//! name; the cluster name comes from our owner tag on those load balancers
+//! ([`cluster`]) unless `--cluster-name` is given, and a given one that disagrees with the tags
+//! refuses the run before any change (exit 2). A Service with an address whose load balancer
+//! is not found fails the run (exit 1): the in-tree provider would make it a second one.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,12 +53,25 @@ pub struct MigrateArgs {
     /// Path to a kubeconfig; default: in-cluster config.
     #[arg(long = "kubeconfig", value_name = "FILE")]
     pub(crate) kubeconfig: Option<PathBuf>,
-    /// The CCM's `--cluster-name` (part of its load-balancer names).
-    #[arg(long = "cluster-name", value_name = "NAME", default_value = "kubernetes")]
-    pub(crate) cluster_name: String,
+    /// The CCM's `--cluster-name` (part of its load-balancer names). Default: the cluster our
+    /// tags on the Services' load balancers name (found through `load-balancer-id`), else
+    /// `kubernetes`; a given name those tags contradict is refused before any change.
+    #[arg(long = "cluster-name", value_name = "NAME")]
+    pub(crate) cluster_name: Option<String>,
     /// Print what would change; change nothing.
     #[arg(long = "dry-run")]
     pub(crate) dry_run: bool,
+}
+
+/// How a run ended: its exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every Service went through (exit 0).
+    Done,
+    /// At least one Service did not (exit 1); each line says why.
+    Failed,
+    /// Nothing was changed: the cluster name is in doubt (exit 2).
+    Refused,
 }
 
 /// What to do with one Service's load balancer.
@@ -124,8 +143,8 @@ pub(crate) fn step(to: Target, found: &Found, others: usize, service: &ServiceId
     Step::Rename { id: lb.id.clone(), from: lb.name.clone(), name, description, tags }
 }
 
-/// Runs the command; `Ok(true)` when every Service went through.
-pub async fn run(args: MigrateArgs, search: Vec<PathBuf>) -> anyhow::Result<bool> {
+/// Runs the command.
+pub async fn run(args: MigrateArgs, search: Vec<PathBuf>) -> anyhow::Result<Outcome> {
     let checked = crate::config::load(&args.cloud_config, &search)?;
     let errors = checked.errors();
     if !errors.is_empty() {
@@ -159,27 +178,82 @@ pub async fn run(args: MigrateArgs, search: Vec<PathBuf>) -> anyhow::Result<bool
         bail!("cannot log in to OpenStack within 60 s: {reason}");
     }
     let services = Api::<Service>::all(client).list(&ListParams::default()).await?;
+    let services: Vec<&Service> =
+        services.items.iter().filter(|s| wants_load_balancer(s)).collect();
+    let tagged = tagged_clusters(cloud.as_ref(), &services).await?;
+    let cluster_name = match cluster::choose(args.cluster_name.as_deref(), &tagged) {
+        Ok(name) => name,
+        Err(why) => {
+            connector.abort();
+            eprintln!(
+                "openstack-cloud-controller-manager migrate-load-balancers: refused, nothing changed: {why}"
+            );
+            return Ok(Outcome::Refused);
+        }
+    };
+    if args.cluster_name.is_none() {
+        let from = if tagged.is_empty() { "no load balancer carries our tag" } else { "our tags" };
+        eprintln!("cluster name {cluster_name:?} ({from}; --cluster-name overrides)");
+    }
     let mut all_ok = true;
-    for service in services.items.iter().filter(|s| wants_load_balancer(s)) {
-        let (line, ok) = migrate(&cloud, &args, service).await;
+    for service in services {
+        let (line, ok) = migrate(&cloud, &args, &cluster_name, service).await;
         println!("{}/{}: {line}", service.namespace().unwrap_or_default(), service.name_any());
         all_ok &= ok;
     }
     connector.abort();
-    Ok(all_ok)
+    Ok(if all_ok { Outcome::Done } else { Outcome::Failed })
+}
+
+/// The cluster each Service's annotated load balancer is tagged for, where it carries our tags.
+/// A load balancer that is gone is skipped (its Service is reported below); any other failure
+/// ends the run before a change.
+async fn tagged_clusters<L: LoadBalancing>(
+    cloud: &L,
+    services: &[&Service],
+) -> anyhow::Result<Vec<cluster::Tagged>> {
+    let mut tagged = Vec::new();
+    for service in services {
+        let Some(id) = service.annotations().get(annotations::LOAD_BALANCER_ID) else { continue };
+        let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
+        let lb = match cloud.load_balancer(id).await {
+            Ok(lb) => lb,
+            Err(error) if error.is_not_found() => continue,
+            Err(error) => {
+                let doing = format!("looking up load balancer {id} of Service {namespace}/{name}");
+                return Err(anyhow::Error::new(error).context(doing));
+            }
+        };
+        if let Some(cluster) = cluster::tagged(&lb.tags, &namespace, &name) {
+            let service = format!("{namespace}/{name}");
+            tagged.push(cluster::Tagged { service, load_balancer: lb.id, cluster });
+        }
+    }
+    Ok(tagged)
 }
 
 /// One Service: its line, and whether it went through.
-async fn migrate(cloud: &Arc<OpenStack>, args: &MigrateArgs, service: &Service) -> (String, bool) {
+async fn migrate(
+    cloud: &Arc<OpenStack>,
+    args: &MigrateArgs,
+    cluster: &str,
+    service: &Service,
+) -> (String, bool) {
     let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
     let uid = service.metadata.uid.clone().unwrap_or_default();
-    let id =
-        ServiceId { cluster: &args.cluster_name, namespace: &namespace, name: &name, uid: &uid };
+    let id = ServiceId { cluster, namespace: &namespace, name: &name, uid: &uid };
     let annotated = service.annotations().get(annotations::LOAD_BALANCER_ID).map(String::as_str);
     let found = match ownership::find(cloud.as_ref(), &id, annotated).await {
         Ok((found, _)) => found,
         Err(error) => return (format!("failed: {}", crate::cloud::session::chain(&error)), false),
     };
+    if found == Found::Nothing && has_address(service) {
+        let line = format!(
+            "failed: has an address but no load balancer of cluster {cluster:?} was found: is \
+             --cluster-name right?"
+        );
+        return (line, false);
+    }
     let others = match &found {
         Found::Own(lb, _) => match cloud.tree(lb.clone()).await {
             Ok(tree) => {
@@ -213,5 +287,14 @@ async fn migrate(cloud: &Arc<OpenStack>, args: &MigrateArgs, service: &Service) 
     }
 }
 
+/// True when the Service's status holds an address (an ingress IP or hostname).
+fn has_address(service: &Service) -> bool {
+    let ingress = service.status.as_ref().and_then(|s| s.load_balancer.as_ref());
+    ingress
+        .and_then(|lb| lb.ingress.as_ref())
+        .is_some_and(|list| list.iter().any(|i| i.ip.is_some() || i.hostname.is_some()))
+}
+
+mod cluster;
 #[cfg(test)]
 mod tests;
