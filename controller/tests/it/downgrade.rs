@@ -13,7 +13,7 @@ use testkit::sweep::Sweep;
 
 use crate::load_balancer::OWNER_TAG;
 use crate::load_balancer::{delete_service, ingress_ip, lb_list, node, start_with, until};
-use crate::support::{BIN, scene};
+use crate::support::{process_bin, scene};
 use crate::upgrade::{ANNOTATION, in_tree_name};
 
 /// Runs `migrate-load-balancers` with the files of a controller run in `dir` (its cloud.conf and
@@ -30,7 +30,7 @@ fn migrate_as(
     cluster: Option<&str>,
     extra: &[&str],
 ) -> (Option<i32>, Vec<String>, String) {
-    let out = Command::new(BIN)
+    let out = Command::new(process_bin())
         .arg("migrate-load-balancers")
         .arg(format!("--cloud-config={}", dir.join("cloud.conf").display()))
         .arg(format!("--kubeconfig={}", dir.join("kubeconfig").display()))

@@ -16,7 +16,7 @@ pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_openstack-cloud-controller-mana
 
 /// What [`Process`] starts: cargo's binary, or `CCM_TEST_OCCM_BIN` (scripts/image.sh points it
 /// at a wrapper running the binary of the built container image).
-fn process_bin() -> std::ffi::OsString {
+pub(crate) fn process_bin() -> std::ffi::OsString {
     std::env::var_os("CCM_TEST_OCCM_BIN").unwrap_or_else(|| BIN.into())
 }
 
