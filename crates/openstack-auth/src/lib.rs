@@ -7,6 +7,9 @@
 //!               Keystone login (password, token, application credential) into an osauth
 //!               session bound to region, interface and endpoint overrides; a failed TLS
 //!               handshake explained in one line (ccm-tls-explain)
+//!  keystone     that login, as the session's osauth `AuthType`: the token request, the token
+//!               and its catalog kept and renewed by our rule, or on a refused call, once
+//!  renewal      the rule: renewed when less than half its lifetime (at most 10 minutes) is left
 //!  tls          that client's rustls configuration: roots, bundles, verify off, and the
 //!               client certificate presented as given (X.509 v1 too)
 //! ```
@@ -16,6 +19,8 @@
 //! what it does with the session.
 
 mod credentials;
+mod keystone;
+mod renewal;
 mod session;
 mod tls;
 

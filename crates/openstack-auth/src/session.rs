@@ -1,14 +1,14 @@
-//! One Keystone login: the HTTP client, the identity, the session's endpoint selection.
+//! One Keystone login: the HTTP client, the identity (our token cache: [`crate::keystone`]),
+//! the session's endpoint selection.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use osauth::common::IdOrName;
-use osauth::identity::{ApplicationCredential, Password, Token};
 use osauth::{ErrorKind, InterfaceType, Session};
-use secrecy::ExposeSecret;
 
 use crate::credentials::{Credentials, Interface};
+use crate::keystone::{Identity, Keystone};
 use crate::tls::{Error as TlsError, Tls};
 
 /// Why no session could be made.
@@ -37,8 +37,8 @@ enum Method {
     ApplicationCredential,
 }
 
-/// Authenticates once and returns a session bound to region, interface and endpoint overrides.
-/// Each request is bounded by `timeout` (plus a margin: callers bound their calls themselves,
+/// Authenticates once and returns a session bound to region, interface and endpoint overrides;
+/// it renews its token itself ([`crate::keystone`]). Each request is bounded by `timeout` (plus a margin: callers bound their calls themselves,
 /// and can then say it was a timeout).
 pub async fn connect(credentials: &Credentials, timeout: Duration) -> Result<Session, Error> {
     let invalid = Error::Credentials;
@@ -49,49 +49,41 @@ pub async fn connect(credentials: &Credentials, timeout: Duration) -> Result<Ses
     if c.trust_id.is_some() {
         return Err(invalid(format!("{} (trusts) is not supported", c.key("trust-id"))));
     }
-    let bad = |e: osauth::Error| Error::Credentials(e.to_string());
-    let session = match method(c)? {
+    let identity = match method(c)? {
         Method::ApplicationCredential => {
-            let secret = (c.application_credential_secret.as_ref())
-                .ok_or_else(|| invalid(not_set(c, "application-credential-secret")))?
-                .expose_secret()
-                .to_owned();
-            let auth = match (&c.application_credential_id, &c.application_credential_name) {
-                (Some(id), _) => {
-                    ApplicationCredential::new(&auth_url, id.clone(), secret).map_err(bad)?
-                }
-                (None, Some(name)) => {
-                    let user = c.user_id.clone().ok_or_else(|| {
-                        invalid(format!(
-                            "{} needs {}",
-                            c.key("application-credential-name"),
-                            c.key("user-id")
-                        ))
-                    })?;
-                    ApplicationCredential::with_user_id(&auth_url, name.clone(), secret, user)
-                        .map_err(bad)?
-                }
-                (None, None) => {
-                    return Err(invalid(format!(
-                        "{} needs {} or {}",
-                        c.key("application-credential-secret"),
-                        c.key("application-credential-id"),
-                        c.key("application-credential-name")
-                    )));
-                }
-            };
-            Session::new_with_client(client, auth).await
+            let secret = (c.application_credential_secret.clone())
+                .ok_or_else(|| invalid(not_set(c, "application-credential-secret")))?;
+            let (credential, user_id) =
+                match (&c.application_credential_id, &c.application_credential_name) {
+                    (Some(id), _) => (IdOrName::from_id(id.clone()), None),
+                    (None, Some(name)) => {
+                        let user = c.user_id.clone().ok_or_else(|| {
+                            invalid(format!(
+                                "{} needs {}",
+                                c.key("application-credential-name"),
+                                c.key("user-id")
+                            ))
+                        })?;
+                        (IdOrName::from_name(name.clone()), Some(user))
+                    }
+                    (None, None) => {
+                        return Err(invalid(format!(
+                            "{} needs {} or {}",
+                            c.key("application-credential-secret"),
+                            c.key("application-credential-id"),
+                            c.key("application-credential-name")
+                        )));
+                    }
+                };
+            // An application credential carries its own scope.
+            (Identity::ApplicationCredential { credential, user_id, secret }, None)
         }
         Method::Token => {
-            let token = c.token.as_ref().ok_or_else(|| invalid(not_set(c, "token")))?;
-            let mut auth = Token::new(&auth_url, token.expose_secret().to_owned()).map_err(bad)?;
-            if let Some((project, domain)) = project_scope(c) {
-                auth.set_project_scope(project, domain);
-            }
-            Session::new_with_client(client, auth).await
+            let token = c.token.clone().ok_or_else(|| invalid(not_set(c, "token")))?;
+            (Identity::Token(token), project_scope(c))
         }
         Method::Password => {
-            let password = c.password.as_ref().ok_or_else(|| invalid(not_set(c, "password")))?;
+            let password = c.password.clone().ok_or_else(|| invalid(not_set(c, "password")))?;
             let user = c.username.clone().ok_or_else(|| {
                 invalid(format!(
                     "password authentication needs {} ({} alone is not supported)",
@@ -109,15 +101,12 @@ pub async fn connect(credentials: &Credentials, timeout: Duration) -> Result<Ses
             let domain = (c.user_domain_name.clone())
                 .or_else(|| c.domain_name.clone())
                 .unwrap_or_else(|| "Default".to_owned());
-            let mut auth =
-                Password::new(&auth_url, user, password.expose_secret().to_owned(), domain)
-                    .map_err(bad)?;
-            if let Some((project, domain)) = project_scope(c) {
-                auth.set_project_scope(project, domain);
-            }
-            Session::new_with_client(client, auth).await
+            (Identity::Password { user, domain, password }, project_scope(c))
         }
     };
+    let keystone = Keystone::new(&auth_url, identity.0, identity.1)
+        .map_err(|e| invalid(format!("{} {e}", c.key("auth-url"))))?;
+    let session = Session::new_with_client(client, keystone).await;
     let mut session = match session {
         Ok(session) => session,
         Err(e) if matches!(e.kind(), ErrorKind::AuthenticationFailed | ErrorKind::AccessDenied) => {
