@@ -25,6 +25,7 @@ mod real_kube_v1_cert;
 mod real_openstack;
 mod request_pattern;
 mod route_controller;
+mod short_tokens;
 mod support;
 mod takeover;
 mod tls;
