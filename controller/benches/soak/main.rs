@@ -9,7 +9,8 @@
 //! (check.rs), the decoys, and, after deleting everything it made, that the project holds what
 //! it held before.
 //!
-//! Run by scripts/soak.sh, which brings a stack of its own (short tokens):
+//! Run by scripts/soak.sh, which brings a stack of its own (5-minute tokens; more logins than
+//! starts, revocations and renewals at half a token's life allow are a problem):
 //! `cargo bench --bench soak -- [--minutes M] [--services N] [--seed S] [--nodes K]
 //! [--kube fake|real] [--kube-delay-max SECONDS]`. Everything it prints also goes to
 //! `target/soak/report-<seed>-<unix time>.txt` as it goes (journal.rs). The last stdout line is
@@ -249,6 +250,18 @@ async fn run(a: Args) -> i32 {
         "requests: {total} to Nova, Neutron and Octavia ({:.1} per Service created), {logins} logins",
         total as f64 / world.counts.creates as f64
     ));
+    let lifetime = token_lifetime(&env["OPENSTACK_DIR"]);
+    let ran = ccm.starts.first().map_or(Duration::ZERO, Instant::elapsed);
+    let allowed = logins_allowed(ccm.starts.len(), outcome.revoked, ran, lifetime);
+    if logins > allowed {
+        summary.problems.push(format!(
+            "{logins} logins, more than the {allowed} that {} starts, {} revoked tokens and \
+             tokens of {} s renewed at half their life allow (issue 36)",
+            ccm.starts.len(),
+            outcome.revoked,
+            lifetime.as_secs()
+        ));
+    }
     let decoys_after = scripts.state(&["decoys-show", &decoy_text]);
     summary.problems.extend(compare_decoys(&decoys_before, &decoys_after));
 
@@ -401,6 +414,23 @@ async fn settle(
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
+}
+
+/// The lifetime of the stack's Keystone tokens (its keystone.conf `[token] expiration`).
+fn token_lifetime(openstack_dir: &str) -> Duration {
+    let path = format!("{openstack_dir}/keystone/keystone.conf");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let seconds = text.lines().find_map(|l| l.strip_prefix("expiration = "));
+    Duration::from_secs(seconds.and_then(|s| s.trim().parse().ok()).unwrap_or(3600))
+}
+
+/// The most logins the CCM may make: one per start, two per revoked token (the refused call's,
+/// and the login loop's when that one is refused too), one per half token lifetime it ran;
+/// twice that. Before issue 36 it logged in before every request once tokens lived less than
+/// 10 minutes (osauth's renewal margin).
+fn logins_allowed(starts: usize, revoked: usize, ran: Duration, lifetime: Duration) -> usize {
+    let renewals = ran.as_secs() / (lifetime.as_secs() / 2).max(1);
+    2 * (starts + 2 * revoked + usize::try_from(renewals).unwrap_or(usize::MAX / 4))
 }
 
 /// cloud.conf of the CCM: the member user through the proxy, floating IPs, security groups,
