@@ -1,7 +1,8 @@
 //! The floating IP of an external load balancer: the one already on its VIP port, the user's
 //! (`spec.loadBalancerIP`: theirs when it exists, else allocated with that address), or one
-//! allocated and tagged as ours; released only if a controller made it for the Service (ours,
-//! or upstream's by its description), a user's only detached.
+//! allocated, described as upstream describes its own (so that upstream's CCM, which releases
+//! only those, releases it after a hand-back) and tagged as ours; released only if a controller
+//! made it for the Service (ours, or upstream's by its description), a user's only detached.
 
 use super::annotations::Settings;
 use super::desired::ServiceId;
@@ -48,7 +49,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         let doing = format!("looking up floating IP {address}");
         let found = cloud.floating_ips(&filter).await.map_err(Error::cloud(doing))?;
         let Some(fip) = found.into_iter().next() else {
-            return allocate_requested(cloud, lb, settings, address).await.map(Some);
+            return allocate_requested(cloud, lb, service, settings, address).await.map(Some);
         };
         move_to(cloud, fip.clone(), lb, true).await?;
         return Ok(Some(fip.floating_ip_address));
@@ -59,7 +60,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
         subnet_id: settings.floating_subnet.id.clone(),
         floating_ip_address: None,
         port_id: lb.vip_port_id.clone(),
-        description: names::floating_ip_description(&lb.name),
+        description: names::upstream_floating_ip(service.cluster, service.namespace, service.name),
     };
     let tags = [lb.name.clone(), names::OWNER_TAG.to_owned()];
     let doing =
@@ -93,6 +94,7 @@ pub(crate) async fn ensure<L: LoadBalancing>(
 async fn allocate_requested<L: LoadBalancing>(
     cloud: &L,
     lb: &LoadBalancer,
+    service: &ServiceId<'_>,
     settings: &Settings,
     address: &str,
 ) -> Result<String> {
@@ -107,7 +109,7 @@ async fn allocate_requested<L: LoadBalancing>(
         subnet_id: settings.floating_subnet.id.clone(),
         floating_ip_address: Some(address.to_owned()),
         port_id: lb.vip_port_id.clone(),
-        description: names::floating_ip_description(&lb.name),
+        description: names::upstream_floating_ip(service.cluster, service.namespace, service.name),
     };
     let tags = [lb.name.clone(), names::OWNER_TAG.to_owned()];
     match cloud.create_floating_ip(&spec, &tags).await {

@@ -47,24 +47,28 @@ pub(crate) fn description(cluster: &str, namespace: &str, name: &str) -> String 
     cut(format!("Kubernetes external service {namespace}/{name} from cluster {cluster}"))
 }
 
-/// The description upstream gives the floating IP it allocates for a Service (released on
-/// delete: a CCM made it).
+/// The description of the floating IP a controller allocates for a Service: upstream's, and
+/// this controller's too. Upstream's CCM releases only floating IPs so described
+/// (`deleteFIPIfCreatedByProvider` in its `pkg/openstack/loadbalancer.go`), so one of ours is
+/// released by upstream when the Service goes after a hand-back. It also marks a floating IP as
+/// a controller's by itself: the tags come in a second call, and a controller killed between
+/// the two must still know it for its own.
 pub(crate) fn upstream_floating_ip(cluster: &str, namespace: &str, name: &str) -> String {
     cut(format!(
         "Floating IP for Kubernetes external service {namespace}/{name} from cluster {cluster}"
     ))
 }
 
-/// The description this controller gives the floating IP it allocates for load balancer
-/// `lb_name`. It marks the floating IP as ours by itself too: the tags come in a second call,
-/// and a controller killed between the two must still know it for its own.
-pub(crate) fn floating_ip_description(lb_name: &str) -> String {
+/// The description earlier versions of this controller gave the floating IP they allocated for
+/// load balancer `lb_name` (upstream's CCM leaves such a one allocated): still a mark of ours,
+/// so that those are released with their Service.
+pub(crate) fn earlier_floating_ip(lb_name: &str) -> String {
     cut(format!("Floating IP for load balancer {lb_name}"))
 }
 
 /// The description this controller gives the security group of Service `namespace/name`
-/// served by load balancer `lb_name`; like [`floating_ip_description`]'s, a mark of ours by itself (the
-/// tags come in a second call).
+/// served by load balancer `lb_name`: a mark of ours by itself (the tags come in a second
+/// call).
 pub(crate) fn security_group_description(namespace: &str, name: &str, lb_name: &str) -> String {
     cut(format!(
         "Security group for the members of Service {namespace}/{name} (load balancer {lb_name})"

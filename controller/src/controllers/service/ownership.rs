@@ -214,9 +214,7 @@ pub(crate) fn floating_ip_is_own(
         || clusters(service).any(|cluster| {
             fip.description == names::upstream_floating_ip(cluster, namespace, name)
                 || fip.description
-                    == names::floating_ip_description(&names::load_balancer(
-                        cluster, namespace, name,
-                    ))
+                    == names::earlier_floating_ip(&names::load_balancer(cluster, namespace, name))
         })
         || (in_tree && fip.description.is_empty() && fip.tags.is_empty())
 }
