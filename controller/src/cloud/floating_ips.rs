@@ -114,6 +114,24 @@ pub(crate) async fn set_port(
     super::revision::guarded::<serde::de::IgnoredAny>(request, revision).await.map(drop)
 }
 
+/// Sets its description (a floating IP adopted with its load balancer), guarded by `revision`
+/// when given.
+pub(crate) async fn set_description(
+    session: &Session,
+    id: &str,
+    description: &str,
+    revision: Option<u64>,
+) -> Result<(), osauth::Error> {
+    let body = json!({"floatingip": {"description": description}});
+    let request = session.put(NETWORK, &["floatingips", id]).json(&body);
+    super::revision::guarded::<serde::de::IgnoredAny>(request, revision).await.map(drop)
+}
+
+/// Adds one tag (`PUT …/tags/{tag}`): the tags already there, anyone's, stay.
+pub(crate) async fn add_tag(session: &Session, id: &str, tag: &str) -> Result<(), osauth::Error> {
+    session.put(NETWORK, &["floatingips", id, "tags", tag]).send().await.map(drop)
+}
+
 /// Releases it.
 pub(crate) async fn delete(session: &Session, id: &str) -> Result<(), osauth::Error> {
     session.delete(NETWORK, &["floatingips", id]).send().await?;

@@ -55,6 +55,21 @@ pub(crate) trait LoadBalancing: SecurityGroups + Send + Sync + 'static {
         port_id: Option<&str>,
         revision: Option<u64>,
     ) -> impl Future<Output = Result<Written<()>>> + Send;
+    /// Describes a floating IP (one adopted with its load balancer), guarded by `revision` when
+    /// given.
+    fn describe_floating_ip(
+        &self,
+        id: &str,
+        description: &str,
+        revision: Option<u64>,
+    ) -> impl Future<Output = Result<Written<()>>> + Send;
+    /// Adds `tags` to a floating IP, one call each (`PUT …/tags/{tag}`): a tag someone else
+    /// writes meanwhile is kept.
+    fn add_floating_ip_tags(
+        &self,
+        id: &str,
+        tags: &[String],
+    ) -> impl Future<Output = Result<()>> + Send;
     /// The subnets of a floating network, narrowed by a Neutron tag filter.
     fn floating_subnets(
         &self,
@@ -196,6 +211,32 @@ impl LoadBalancing for OpenStack {
             })
             .await;
         stale_to_written(result)
+    }
+
+    async fn describe_floating_ip(
+        &self,
+        id: &str,
+        description: &str,
+        revision: Option<u64>,
+    ) -> Result<Written<()>> {
+        let what = format!("floating IP {id}");
+        let result = self
+            .call("network", "floatingip_update", &what, |s| async move {
+                floating_ips::set_description(&s, id, description, revision).await
+            })
+            .await;
+        stale_to_written(result)
+    }
+
+    async fn add_floating_ip_tags(&self, id: &str, tags: &[String]) -> Result<()> {
+        for tag in tags {
+            let what = format!("tag {tag:?} of floating IP {id}");
+            self.call("network", "floatingip_tag", &what, |s| async move {
+                floating_ips::add_tag(&s, id, tag).await
+            })
+            .await?;
+        }
+        Ok(())
     }
 
     async fn floating_subnets(

@@ -3,6 +3,8 @@
 //! allocated, described as upstream describes its own (so that upstream's CCM, which releases
 //! only those, releases it after a hand-back) and tagged as ours; released only if a controller
 //! made it for the Service (ours, or upstream's by its description), a user's only detached.
+//! One that another controller made for the Service is marked ours (described and tagged) when
+//! its load balancer is adopted, so that no later rename of the load balancer can orphan it.
 
 use super::annotations::Settings;
 use super::desired::ServiceId;
@@ -40,6 +42,9 @@ pub(crate) async fn ensure<L: LoadBalancing>(
     if let Some(fip) =
         attached.iter().find(|f| requested.is_none_or(|r| r == f.floating_ip_address))
     {
+        // Another controller's, adopted before its floating IP was marked (by a version of
+        // this controller that did not mark them): marked now, while its rule still knows it.
+        mark(cloud, lb, fip, service).await?;
         return Ok(Some(fip.floating_ip_address.clone()));
     }
     // Attached but not the address asked for: let go of it first.
@@ -138,6 +143,75 @@ async fn allocate_requested<L: LoadBalancing>(
             Err(Error::cloud(doing)(source))
         }
     }
+}
+
+/// Before the Service's own `lb`, made by another controller, gets our tags: the floating IPs
+/// on its VIP that a controller made for the Service are marked ours. Until then they are known
+/// by their maker's marks (the in-tree provider's: none at all, on a load balancer of its
+/// name), which a rename of the load balancer (`migrate-load-balancers`) would take away; ours
+/// stay. Done first, so that a load balancer of ours never has an unmarked floating IP, whatever
+/// step a kill stops the adoption at.
+pub(crate) async fn adopt<L: LoadBalancing>(
+    cloud: &L,
+    lb: &LoadBalancer,
+    service: &ServiceId<'_>,
+) -> Result<()> {
+    for fip in &on_vip(cloud, lb).await? {
+        mark(cloud, lb, fip, service).await?;
+    }
+    Ok(())
+}
+
+/// Marks `fip`, when a controller made it for the Service (the ownership rule), as ours: a
+/// description first when it has none (under its revision: one a user described meanwhile is
+/// theirs), which marks it by itself, then our tags, one call each. Nothing when it has both.
+async fn mark<L: LoadBalancing>(
+    cloud: &L,
+    lb: &LoadBalancer,
+    fip: &FloatingIp,
+    service: &ServiceId<'_>,
+) -> Result<()> {
+    let mut fip = fip.clone();
+    let doing = format!("marking floating IP {} as ours", fip.floating_ip_address);
+    for attempt in 0..=ATTEMPTS {
+        if attempt > 0 {
+            let filter = [("id", fip.id.clone())];
+            let found = cloud.floating_ips(&filter).await.map_err(Error::cloud(doing.clone()))?;
+            let Some(again) = found.into_iter().next() else { return Ok(()) };
+            fip = again;
+        }
+        if !ownership::floating_ip_is_own(&fip, lb, service) {
+            return Ok(());
+        }
+        let Some(description) = ownership::floating_ip_marks(&fip, service).description else {
+            break;
+        };
+        if attempt == ATTEMPTS {
+            return Err(Error::Invalid(format!(
+                "{doing}: it changed {ATTEMPTS} times while being written; tried again later"
+            )));
+        }
+        let guard = revision::guard(fip.revision_number);
+        match cloud.describe_floating_ip(&fip.id, &description, guard).await {
+            Ok(Written::Done(())) => {
+                fip.description = description;
+                break;
+            }
+            Ok(Written::Stale) => {
+                tracing::debug!(address = %fip.floating_ip_address, attempt,
+                    "floating IP changed meanwhile; read again");
+            }
+            Err(source) => return Err(Error::cloud(doing)(source)),
+        }
+    }
+    let missing = ownership::floating_ip_marks(&fip, service).tags;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    cloud.add_floating_ip_tags(&fip.id, &missing).await.map_err(Error::cloud(doing))?;
+    tracing::info!(address = %fip.floating_ip_address, load_balancer = %lb.id,
+        "floating IP marked ours (adopted with its load balancer)");
+    Ok(())
 }
 
 /// Neutron said no to the request itself (400, 409): not worth a retry as it stands.

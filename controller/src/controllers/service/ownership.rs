@@ -203,6 +203,10 @@ fn clusters<'a>(service: &ServiceId<'a>) -> impl Iterator<Item = &'a str> {
 /// on a load balancer the in-tree provider made, one without description or tags (the in-tree
 /// provider made the floating IP of its VIP so, and released it on delete). A user's pre-made
 /// `spec.loadBalancerIP` carries none of these: only detached.
+///
+/// The in-tree provider's mark is the load balancer's name, which `migrate-load-balancers
+/// --to external` changes: so an adopted floating IP gets ours ([`floating_ip_marks`]) before
+/// its load balancer gets our tags (issue 36), and this last rule only bridges that moment.
 pub(crate) fn floating_ip_is_own(
     fip: &FloatingIp,
     lb: &LoadBalancer,
@@ -217,6 +221,31 @@ pub(crate) fn floating_ip_is_own(
                     == names::earlier_floating_ip(&names::load_balancer(cluster, namespace, name))
         })
         || (in_tree && fip.description.is_empty() && fip.tags.is_empty())
+}
+
+/// What a floating IP a controller made for the Service lacks of the marks of ours, which
+/// name the Service and not its load balancer, so that no rename of the load balancer takes
+/// them away.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct FloatingIpMarks {
+    /// A description, for one without any (the in-tree provider's): upstream's, which this
+    /// controller and upstream's both take for a mark of their own. One that has a description
+    /// keeps it (a controller's, by [`floating_ip_is_own`]).
+    pub(crate) description: Option<String>,
+    /// The tags of ours it lacks: the Service's load-balancer name and [`names::OWNER_TAG`]
+    /// (its other tags stay).
+    pub(crate) tags: Vec<String>,
+}
+
+/// The marks of ours `fip`, the Service's by [`floating_ip_is_own`], lacks: none for one this
+/// controller allocated.
+pub(crate) fn floating_ip_marks(fip: &FloatingIp, service: &ServiceId<'_>) -> FloatingIpMarks {
+    let (cluster, namespace, name) = (service.cluster, service.namespace, service.name);
+    let description =
+        fip.description.is_empty().then(|| names::upstream_floating_ip(cluster, namespace, name));
+    let ours = [names::load_balancer(cluster, namespace, name), names::OWNER_TAG.to_owned()];
+    let tags = ours.into_iter().filter(|t| !fip.tags.contains(t)).collect();
+    FloatingIpMarks { description, tags }
 }
 
 /// A security group named for the Service (`lb-sg-<uid>-<ns>-<name>`) that a controller made

@@ -264,6 +264,11 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
         }
         Found::Own(lb, maker) => {
             let turn = ctx.turns.take(&lb.id).await;
+            if maker != Maker::Us {
+                // Adopting: its floating IP is marked ours before the load balancer is.
+                // See: issue 36 (an in-tree floating IP orphaned by a rename).
+                floating::adopt(ctx.cloud.as_ref(), &lb, &id).await?;
+            }
             let target = Target { spec: &spec, id: &id, maker: Some(maker), keep_members };
             let (lb, changed) = converge(service, ctx, lb, target, &turn).await?;
             (lb, changed, true)

@@ -122,3 +122,46 @@ fn a_security_group_described_as_ours_is_ours_without_its_tags() {
     assert!(!security_group_is_own(&group(others), &WEB));
     assert!(!security_group_is_own(&group("a user's".into()), &WEB));
 }
+
+#[test]
+fn issue_36_an_adopted_floating_ip_marked_ours_stays_own_when_its_load_balancer_is_renamed() {
+    let in_tree = lb(IN_TREE, &format!("Kubernetes external service {IN_TREE}"), &[]);
+    // `migrate-load-balancers --to in-tree` then `--to external`: our name, our tags.
+    let renamed =
+        lb(OURS, &names::description("infra-7x", "shop", "web"), &[OURS, names::OWNER_TAG]);
+    // The in-tree provider's: no description, no tags. Unmarked, the rename orphans it.
+    let made = FloatingIp::default();
+    assert!(floating_ip_is_own(&made, &in_tree, &WEB));
+    assert!(!floating_ip_is_own(&made, &renamed, &WEB));
+    let marks = floating_ip_marks(&made, &WEB);
+    let upstreams = names::upstream_floating_ip("infra-7x", "shop", "web");
+    assert_eq!(marks.description.as_deref(), Some(upstreams.as_str()));
+    assert_eq!(marks.tags, [OURS, names::OWNER_TAG]);
+    // Described (a kill before the tags), then tagged: its own under either name.
+    let described = FloatingIp { description: upstreams, ..made };
+    let marked = FloatingIp { tags: marks.tags, ..described.clone() };
+    for fip in [&described, &marked] {
+        assert!(floating_ip_is_own(fip, &in_tree, &WEB) && floating_ip_is_own(fip, &renamed, &WEB));
+    }
+    assert_eq!(floating_ip_marks(&marked, &WEB), FloatingIpMarks::default());
+}
+
+#[test]
+fn a_described_floating_ip_keeps_its_description_and_gets_only_the_tags_it_lacks() {
+    let fip = |tags: &[&str]| FloatingIp {
+        description: names::upstream_floating_ip("infra-7x", "shop", "web"),
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        ..FloatingIp::default()
+    };
+    // Allocated by this controller: nothing to add.
+    assert_eq!(
+        floating_ip_marks(&fip(&[OURS, names::OWNER_TAG]), &WEB),
+        FloatingIpMarks::default()
+    );
+    // Upstream's, with a user's tag: ours added beside it.
+    let marks = floating_ip_marks(&fip(&["users"]), &WEB);
+    assert_eq!(
+        marks,
+        FloatingIpMarks { description: None, tags: vec![OURS.into(), names::OWNER_TAG.into()] }
+    );
+}
