@@ -21,6 +21,9 @@ pub(crate) enum Support {
     Applied,
     /// Accepted, not applied; the reason goes into an Event and a log line.
     Ignored(&'static str),
+    /// Written on the Service by a controller (upstream's CCM) as bookkeeping, not a setting a
+    /// user gives: never read, and nothing to warn about.
+    Written,
 }
 
 /// Every annotation the upstream CCM documents, after the prefix, and what this controller does
@@ -53,7 +56,8 @@ pub(crate) const ANNOTATIONS: &[(&str, Support)] = &[
     ("timeout-member-connect", Support::Applied),
     ("timeout-member-data", Support::Applied),
     ("timeout-tcp-inspect", Support::Applied),
-    ("load-balancer-address", Support::Ignored("written by the controller itself, never read")),
+    // Upstream's CCM writes the load balancer's address there; it stays after a takeover.
+    ("load-balancer-address", Support::Written),
     (
         "x-forwarded-for",
         Support::Ignored(
@@ -321,11 +325,13 @@ fn apply_class(base: &mut Defaults, class: &Class) {
     set(&mut base.member_subnet_id, &class.member_subnet_id);
 }
 
-/// Our annotations that are known but not applied, and those we do not know at all.
+/// Our annotations that are known but not applied, and those we do not know at all (not
+/// those a controller writes itself: a Service taken over carries them, and so every reconcile
+/// would warn about them).
 fn ignored(annotations: &BTreeMap<String, String>) -> Vec<(String, &'static str)> {
     let ours = annotations.keys().filter_map(|k| k.strip_prefix(PREFIX).map(|short| (k, short)));
     ours.filter_map(|(key, short)| match ANNOTATIONS.iter().find(|(name, _)| *name == short) {
-        Some((_, Support::Applied)) => None,
+        Some((_, Support::Applied | Support::Written)) => None,
         Some((_, Support::Ignored(why))) => Some((key.clone(), *why)),
         None => Some((key.clone(), "not an annotation of the OpenStack CCM")),
     })

@@ -105,6 +105,19 @@ fn ignored_and_unknown_annotations_are_listed_with_the_reason() {
 }
 
 #[test]
+fn an_annotation_upstream_writes_itself_is_not_ignored_with_a_warning() {
+    // Issue 36 (3b): after a takeover every full reconcile warned about it.
+    let a = annotations(&[
+        (&ours("load-balancer-address"), "203.0.113.7"),
+        (&ours("load-balancer-id"), "6f1e0b9a-5d2c-4c8e-9f00-1234567890ab"),
+    ]);
+    let got = settings(&a, &defaults(), &BTreeMap::new()).unwrap();
+    assert_eq!(got.ignored, Vec::new());
+    let support = ANNOTATIONS.iter().find(|(short, _)| *short == "load-balancer-address");
+    assert_eq!(support, Some(&("load-balancer-address", Support::Written)));
+}
+
+#[test]
 fn proxy_protocol_picks_the_pool_protocol() {
     for (value, want) in [("true", Some("PROXY")), ("v2", Some("PROXYV2")), ("false", None)] {
         let a = annotations(&[(&ours("proxy-protocol"), value)]);
