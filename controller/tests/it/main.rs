@@ -24,6 +24,7 @@ mod real_kube_services;
 mod real_kube_v1_cert;
 mod real_openstack;
 mod request_pattern;
+mod round_trip;
 mod route_controller;
 mod short_tokens;
 mod support;
