@@ -24,3 +24,4 @@ pub mod graph;
 pub mod installconfig;
 pub(crate) mod render;
 pub(crate) mod templates;
+pub(crate) mod uuid;

@@ -72,7 +72,7 @@ pub(crate) fn routes(p: &OpenStackPlatform, networking: &Networking) -> Vec<Fiel
     let mut errs = Vec::new();
     let Some(router) = p.router_id.as_deref() else { return errs };
     let at = Path::new("platform").child("openstack").child("routerID");
-    if !crate::assets::openstack::lookup::is_uuid(router) {
+    if !crate::uuid::is_canonical(router) {
         errs.push(FieldError::invalid(&at, router, "must be the ID (a UUID) of a Neutron router"));
     }
     let v4 = |cidr: &str| !cidr.contains(':');
@@ -92,7 +92,7 @@ pub(crate) fn routes(p: &OpenStackPlatform, networking: &Networking) -> Vec<Fiel
 fn control_plane_port(port: &PortTarget, path: &Path) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let network_id = port.network.as_ref().and_then(|n| n.id.as_deref()).unwrap_or("");
-    if !network_id.is_empty() && !is_uuid_v4(network_id) {
+    if !network_id.is_empty() && !crate::uuid::is_v4(network_id) {
         let detail = "invalid network ID: must be a UUIDv4";
         errs.push(FieldError::invalid(&path.child("network"), network_id, detail));
     }
@@ -107,7 +107,7 @@ fn control_plane_port(port: &PortTarget, path: &Path) -> Vec<FieldError> {
                 let subnet = fixed_ips.index(i).child("subnet");
                 let id = fixed_ip.subnet.id.as_deref().unwrap_or("");
                 let name = fixed_ip.subnet.name.as_deref().unwrap_or("");
-                if !id.is_empty() && !is_uuid_v4(id) {
+                if !id.is_empty() && !crate::uuid::is_v4(id) {
                     let detail = "invalid subnet ID: must be a UUIDv4";
                     errs.push(FieldError::invalid(&subnet.child("id"), id, detail));
                 }
@@ -198,30 +198,6 @@ fn machine_pool(pool: Option<&Value>, path: &Path) -> Vec<FieldError> {
         errs.push(FieldError::not_supported(&at, policy, SERVER_GROUP_POLICIES));
     }
     errs
-}
-
-/// github.com/google/uuid's `Parse` (hyphenated, `{…}`-wrapped, `urn:uuid:`-prefixed or bare
-/// 32 hex digits), then version 4, as the installer's `ValidUUIDv4` accepts.
-pub(crate) fn is_uuid_v4(text: &str) -> bool {
-    uuid_version(text) == Some(b'4')
-}
-
-/// The version digit of `text` when github.com/google/uuid's `Parse` accepts it.
-pub(crate) fn uuid_version(text: &str) -> Option<u8> {
-    let bytes = text.as_bytes();
-    let hyphenated: &[u8] = match bytes.len() {
-        36 => bytes,
-        45 if text.get(..9).is_some_and(|p| p.eq_ignore_ascii_case("urn:uuid:")) => &bytes[9..],
-        38 => &bytes[1..37],
-        32 => return bytes.iter().all(u8::is_ascii_hexdigit).then_some(bytes[12]),
-        _ => return None,
-    };
-    let dashes_ok = [8, 13, 18, 23].iter().all(|&i| hyphenated[i] == b'-');
-    let hex_ok = hyphenated
-        .iter()
-        .enumerate()
-        .all(|(i, b)| matches!(i, 8 | 13 | 18 | 23) || b.is_ascii_hexdigit());
-    (dashes_ok && hex_ok).then_some(hyphenated[14])
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ pub(crate) fn check(p: &PowerVsPlatform, path: &Path) -> Vec<FieldError> {
         errs.push(FieldError::not_supported(&region_path, p.region.as_str(), &regions));
     }
     if let Some(guid) = p.service_instance_guid.as_deref().filter(|guid| !guid.is_empty())
-        && super::openstack::uuid_version(guid).is_none()
+        && crate::uuid::version(guid).is_none()
     {
         // The installer's path, capitalised as the Go field is.
         let at = path.child("ServiceInstanceGUID");

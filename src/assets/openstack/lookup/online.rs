@@ -7,7 +7,7 @@ use osauth::services::{GenericService, NETWORK, VersionSelector};
 use osauth::{ErrorKind, Session};
 use serde::Deserialize;
 
-use super::{Lookup, is_uuid, session};
+use super::{Lookup, session};
 use crate::assets::openstack::Cloud;
 use crate::graph::AssetError;
 
@@ -96,7 +96,7 @@ impl Lookup for Online {
         let found = self.with_session(cloud, async |session| {
             let by_name: Networks =
                 session.get(NETWORK, &["networks"]).query(&[("name", &name)]).fetch().await?;
-            if !by_name.networks.is_empty() || !is_uuid(&name) {
+            if !by_name.networks.is_empty() || !crate::uuid::is_canonical(&name) {
                 return Ok(by_name.networks);
             }
             match session.get(NETWORK, &["networks", &name]).fetch::<NetworkBody>().await {

@@ -1,10 +1,7 @@
 //! The OpenStack rules as a table: each case an install-config fragment under
 //! `platform.openstack` (or a whole `rest` after the header) and the exact errors.
 
-use super::is_uuid_v4;
 use crate::installconfig::validate::tests::errors;
-
-const NET: &str = "c664df47-4f7e-4852-819e-e66f9882b7b3";
 
 /// (what the case shows, `platform.openstack` as a YAML flow mapping body, expected errors)
 const PLATFORM_CASES: &[(&str, &str, &[&str])] = &[
@@ -142,29 +139,6 @@ fn machine_pools_name_their_own_path() {
             r#"compute[0].platform.openstack.serverGroupPolicy: Unsupported value: "spread": supported values: "affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity""#
         ]
     );
-}
-
-#[test]
-fn uuid_v4_is_what_google_uuid_parses_with_version_4() {
-    for ok in [
-        NET,
-        "C664DF47-4F7E-4852-819E-E66F9882B7B3",
-        "{c664df47-4f7e-4852-819e-e66f9882b7b3}",
-        "urn:uuid:c664df47-4f7e-4852-819e-e66f9882b7b3",
-        "c664df474f7e4852819ee66f9882b7b3",
-    ] {
-        assert!(is_uuid_v4(ok), "{ok}");
-    }
-    for bad in [
-        "",
-        "subnet-c17b",
-        "c664df47-4f7e-1852-819e-e66f9882b7b3",
-        "c664df47-4f7e-4852-819e-e66f9882b7bz",
-        "c664df47_4f7e-4852-819e-e66f9882b7b3",
-        "urx:uuid:c664df47-4f7e-4852-819e-e66f9882b7b3",
-    ] {
-        assert!(!is_uuid_v4(bad), "{bad}");
-    }
 }
 
 #[test]
