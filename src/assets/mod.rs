@@ -24,6 +24,7 @@ pub mod credentials;
 pub mod env;
 pub mod gcp;
 pub(crate) mod go_json;
+pub mod ibm;
 pub mod ibmcloud;
 pub mod images;
 pub mod infrastructure;

@@ -3,7 +3,7 @@
 //! `Invalid value`. The installer has no http/https rule for IBM Cloud's overrides; an answer
 //! over either is enough. PowerVS has no such check.
 
-use super::iam::online;
+use crate::assets::ibm::iam::online;
 use crate::installconfig::ServiceEndpoint;
 
 /// HEADs each URL in turn (through the environment's proxies, trusting `trust_bundle` besides

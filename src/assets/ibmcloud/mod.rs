@@ -1,35 +1,30 @@
 //! What IBM Cloud VPC contributes: the g2 cloud config, the API key Secret and the Infrastructure.
 //!
 //! ```text
-//! install-config ─┬─ cloud_config ◀─ account ID (iam: token, then API key details)
-//!                 │                ◀─ the region's zones (regions), for generated subnet names
+//! install-config ─┬─ cloud_config ◀─ account ID (ibm::iam: token, then API key details)
+//!                 │                ◀─ the region's zones (ibm::regions), for generated subnet names
 //!                 ├─ secret_data  ◀─ IC_API_KEY (read by the CLI)
 //!                 └─ infrastructure
 //! ```
-//! PowerVS reuses the `cloud_conf` writer, [`iam`] and [`regions`]. Everything here is pure
-//! but [`iam::online`]: the CLI reads the environment and asks IAM for the account before the
-//! graph runs, so the account is part of `cloud-access`.
+//! What PowerVS runs too (the `cloud_conf` writer, the account, the regions, the CCM) is in
+//! [`super::ibm`]. Everything here is pure but [`endpoints`]: the CLI checks the endpoint
+//! overrides and asks IAM for the account before the graph runs.
 
-pub(crate) mod cloud_conf;
-pub mod iam;
-pub mod regions;
-
-use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
-pub(crate) mod access;
 mod endpoints;
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::assets::cloud_access::{CloudAccess, IbmAccess};
+use super::ibm::cloud_conf::{self, Vpc};
+use super::ibm::{self, access, regions};
+use crate::assets::cloud_access::{AccessRequest, CloudAccess, IbmAccess, LoadedAccess};
 use crate::assets::provider::{
-    Binary, CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
+    CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,
 };
 use crate::graph::AssetError;
 use crate::installconfig::IbmService;
 use crate::installconfig::{IbmCloudPlatform, InstallConfig, Secret};
-use cloud_conf::Vpc;
 
 /// The kube-system Secret the installer writes with the API key (only outside `Manual`
 /// credentials mode, and IBM Cloud accepts only `Manual`: the caller decides).
@@ -153,20 +148,10 @@ pub fn infrastructure(config: &InstallConfig, infra_id: &str) -> (Value, Value) 
     (json!({}), status)
 }
 
-/// The account the cloud config names, from what the command loaded.
-pub fn account_id<'a>(ctx: &Context<'a>) -> Result<&'a str, AssetError> {
-    match ctx.access {
-        CloudAccess::Ibm(IbmAccess { account_id: Some(id), .. }) => Ok(id),
-        _ => Err("no IBM Cloud account ID: give it with --ibm-account-id".into()),
-    }
-}
-
 /// IBM Cloud's [`Provider`]: the `[global]/[kubernetes]/[provider]` config,
 /// `ibmcloud-credentials`, the IBM CCM reading the API key from `/etc/vpc`.
 #[derive(Debug)]
 pub struct IbmCloud;
-
-const APP: &str = "ibm-cloud-controller-manager";
 
 impl Provider for IbmCloud {
     fn load_access(&self, req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
@@ -189,7 +174,7 @@ impl Provider for IbmCloud {
             format!("platform.ibmcloud.region: {:?} is not an IBM Cloud VPC region", ibm.region)
         })?;
         let group = resource_group_name(ibm, ctx.infra_id);
-        let config = cloud_config(ibm, ctx.infra_id, account_id(ctx)?, group, zones);
+        let config = cloud_config(ibm, ctx.infra_id, ibm::account_id(ctx)?, group, zones);
         Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
     }
 
@@ -213,7 +198,7 @@ impl Provider for IbmCloud {
     }
 
     fn ccm(&self) -> Option<CcmSpec> {
-        Some(IBM_CCM)
+        Some(ibm::CCM)
     }
 
     fn infrastructure(&self, config: &InstallConfig, infra_id: &str) -> Option<(Value, Value)> {
@@ -221,23 +206,6 @@ impl Provider for IbmCloud {
         Some(infrastructure(config, infra_id))
     }
 }
-
-/// The IBM CCM as IBM Cloud runs it (PowerVS runs the same binary).
-pub const IBM_CCM: CcmSpec = CcmSpec {
-    app: APP,
-    binary: Binary::Command("/bin/ibm-cloud-controller-manager"),
-    cloud_provider: "ibm",
-    config_dir: "/etc/ibm",
-    secret: Some(SecretMount {
-        name: "ibm-cloud-credentials",
-        dir: Some("/etc/vpc"),
-        keys: &["ibmcloud_api_key"],
-    }),
-    reads_credentials_secret: false,
-    inject_credentials: false,
-    env: &[],
-    node_manager: None,
-};
 
 #[cfg(test)]
 mod tests;

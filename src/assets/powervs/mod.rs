@@ -1,15 +1,16 @@
 //! What IBM Power Virtual Server contributes: the g2 cloud config and the Infrastructure.
 //!
-//! The config is IBM Cloud's (the shared `ibmcloud::cloud_conf` writer) plus the PowerVS
-//! workspace keys, every key always present, as `pkg/asset/manifests/powervs/
-//! cloudproviderconfig.go` writes it. The account ID comes from [`super::ibmcloud::iam`];
-//! PowerVS has no kube-system credentials Secret (it accepts only `Manual` credentials mode).
+//! The config is the IBM one (the `cloud_conf` writer of [`super::ibm`], which IBM Cloud uses
+//! too) plus the PowerVS workspace keys, every key always present, as
+//! `pkg/asset/manifests/powervs/cloudproviderconfig.go` writes it. The account ID comes from
+//! [`super::ibm::iam`]; PowerVS has no kube-system credentials Secret (it accepts only
+//! `Manual` credentials mode).
 
 use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use serde_json::{Value, json};
 
-use super::ibmcloud::cloud_conf::{self, Vpc};
-use super::ibmcloud::regions;
+use super::ibm::cloud_conf::{self, Vpc};
+use super::ibm::{self, regions};
 use crate::assets::provider::{CcmSpec, CloudProviderConfig, Context, Provider, Syntax};
 use crate::graph::AssetError;
 use crate::installconfig::IbmService;
@@ -130,14 +131,14 @@ impl Provider for PowerVs {
     fn load_access(&self, req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
         let endpoints =
             req.config.platform.powervs.as_ref().map(|p| p.service_endpoints.as_slice());
-        crate::assets::ibmcloud::access::load(req, endpoints.unwrap_or_default())
+        ibm::access::load(req, endpoints.unwrap_or_default())
     }
     fn cloud_provider_config(
         &self,
         ctx: &Context<'_>,
     ) -> Result<Option<CloudProviderConfig>, AssetError> {
         let pvs = ctx.config.platform.powervs.as_ref().ok_or("not a PowerVS install-config")?;
-        let account = crate::assets::ibmcloud::account_id(ctx)?;
+        let account = ibm::account_id(ctx)?;
         let config = cloud_config(pvs, ctx.infra_id, account);
         Ok(Some(CloudProviderConfig { config, ca_bundle: None }))
     }
@@ -147,10 +148,7 @@ impl Provider for PowerVs {
     }
 
     fn ccm(&self) -> Option<CcmSpec> {
-        Some(CcmSpec {
-            app: "powervs-cloud-controller-manager",
-            ..crate::assets::ibmcloud::IBM_CCM
-        })
+        Some(CcmSpec { app: "powervs-cloud-controller-manager", ..ibm::CCM })
     }
 
     fn infrastructure(&self, config: &InstallConfig, _: &str) -> Option<(Value, Value)> {
