@@ -132,6 +132,8 @@ impl Controller {
             "--leader-elect=false".to_owned(),
             "--bind-address=127.0.0.1".to_owned(),
             format!("--secure-port={port}"),
+            // Its /metrics is read without a token (the fake API server has no TokenReview).
+            "--authorization-always-allow-paths=/healthz,/readyz,/metrics".to_owned(),
             "--kube-api-qps=-1".to_owned(),
         ];
         args.extend(flags.iter().cloned());

@@ -68,6 +68,9 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         leader_migration_config,
         bind_address,
         secure_port,
+        authorization_always_allow_paths,
+        authentication_kubeconfig,
+        authorization_kubeconfig,
         tls_cert_file,
         tls_private_key_file,
         cluster_name,
@@ -102,7 +105,15 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
     if secure_port != 0 {
         let files = tls_cert_file.as_deref().zip(tls_private_key_file.as_deref());
         let health = (&cloud, &metrics, &refused);
-        spawn_server(&mut tasks, (bind_address, secure_port), files, health).await?;
+        let delegation = server::auth::Delegation::connect(
+            server::auth::OpenPaths::new(authorization_always_allow_paths),
+            authentication_kubeconfig.as_deref(),
+            authorization_kubeconfig.as_deref(),
+            kubeconfig.as_deref(),
+        )
+        .await?;
+        let serving = (bind_address, secure_port);
+        spawn_server(&mut tasks, serving, files, health, delegation).await?;
     }
     let limit = (kube_api_qps, kube_api_burst);
     let client = clients(&mut tasks, &cloud, kubeconfig.as_deref(), limit, refused).await?;
@@ -213,18 +224,21 @@ fn load_config(cloud_config: Option<PathBuf>, search: Vec<PathBuf>) -> anyhow::R
 }
 
 /// Serves `/healthz`, `/readyz` (OpenStack session up, no Kubernetes request refused) and
-/// `/metrics` over HTTPS.
+/// `/metrics` over HTTPS, to whom `delegation` allows.
 async fn spawn_server(
     tasks: &mut JoinSet<Task>,
     (bind_address, secure_port): (IpAddr, u16),
     files: Option<(&Path, &Path)>,
     (cloud, metrics, refused): (&Arc<OpenStack>, &Arc<Metrics>, &Arc<k8s::Refused>),
+    delegation: server::auth::Delegation,
 ) -> anyhow::Result<()> {
     let tls = server::tls_config(files, bind_address)?;
     let listener = TcpListener::bind((bind_address, secure_port))
         .await
         .with_context(|| format!("cannot listen on {bind_address}:{secure_port}"))?;
-    tracing::info!(address = %listener.local_addr()?, "serving /healthz /readyz /metrics over HTTPS");
+    tracing::info!(address = %listener.local_addr()?, ?delegation,
+        "serving /healthz /readyz /metrics over HTTPS; the paths not open need a token the API \
+         server allows");
     let ready = cloud.clone();
     let health = server::Health {
         ready: Arc::new(move || ready.readiness()),
@@ -232,7 +246,8 @@ async fn spawn_server(
         refused: refused.clone(),
     };
     tasks.spawn(async move {
-        ("server", Err(server::serve(listener, tls, server::router(health)).await.into()))
+        let router = server::router(health, Arc::new(delegation));
+        ("server", Err(server::serve(listener, tls, router).await.into()))
     });
     Ok(())
 }

@@ -102,6 +102,24 @@ pub struct Flags {
     #[arg(long = "secure-port", value_name = "PORT", default_value_t = 10258)]
     pub(crate) secure_port: u16,
 
+    /// Paths served without a token, comma-separated (a trailing `*` matches any rest).
+    ///
+    /// Every other path needs a bearer token that the API server authenticates (TokenReview)
+    /// and allows for that path (SubjectAccessReview, e.g. `get` on `/metrics`). Adding
+    /// `/metrics` here serves the metrics to anyone, as upstream's controller managers do.
+    #[arg(long = "authorization-always-allow-paths", value_name = "PATHS", value_delimiter = ',', default_value = "/healthz,/readyz,/livez", value_parser = allow_path)]
+    pub(crate) authorization_always_allow_paths: Vec<String>,
+
+    /// kubeconfig of the API server that authenticates the tokens of requests to the server
+    /// (TokenReview); default: --kubeconfig, else the in-cluster config.
+    #[arg(long = "authentication-kubeconfig", value_name = "FILE")]
+    pub(crate) authentication_kubeconfig: Option<PathBuf>,
+
+    /// kubeconfig of the API server that authorizes requests to the server
+    /// (SubjectAccessReview); default: --kubeconfig, else the in-cluster config.
+    #[arg(long = "authorization-kubeconfig", value_name = "FILE")]
+    pub(crate) authorization_kubeconfig: Option<PathBuf>,
+
     /// Serving certificate (PEM); default: a self-signed one.
     #[arg(long = "tls-cert-file", value_name = "FILE", requires = "tls_private_key_file")]
     pub(crate) tls_cert_file: Option<PathBuf>,
@@ -234,12 +252,6 @@ pub(crate) struct Ignored {
     /// Accepted and ignored (no profiling endpoint).
     #[arg(long = "profiling", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub(crate) profiling: Option<bool>,
-    /// Accepted and ignored.
-    #[arg(long = "authentication-kubeconfig", value_name = "FILE")]
-    pub(crate) authentication_kubeconfig: Option<PathBuf>,
-    /// Accepted and ignored.
-    #[arg(long = "authorization-kubeconfig", value_name = "FILE")]
-    pub(crate) authorization_kubeconfig: Option<PathBuf>,
 }
 
 impl Ignored {
@@ -253,8 +265,6 @@ impl Ignored {
             concurrent_node_status_updates,
             min_resync_period,
             profiling,
-            authentication_kubeconfig,
-            authorization_kubeconfig,
         } = self;
         [
             ("--allocate-node-cidrs", allocate_node_cidrs.is_some()),
@@ -264,8 +274,6 @@ impl Ignored {
             ("--concurrent-node-status-updates", concurrent_node_status_updates.is_some()),
             ("--min-resync-period", min_resync_period.is_some()),
             ("--profiling", profiling.is_some()),
-            ("--authentication-kubeconfig", authentication_kubeconfig.is_some()),
-            ("--authorization-kubeconfig", authorization_kubeconfig.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, given)| given.then_some(name))
@@ -336,6 +344,18 @@ fn cluster_cidrs(value: &str) -> Result<ClusterCidrs, String> {
         cidrs.push(cidr);
     }
     Ok(ClusterCidrs(cidrs))
+}
+
+/// One item of `--authorization-always-allow-paths`: a path, or a prefix ending in `*` (the
+/// only place a `*` may stand, as upstream's rule); an empty item is dropped at use.
+fn allow_path(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    match value.find('*') {
+        Some(at) if at + 1 != value.len() => {
+            Err(format!("{value:?}: a `*` may only end a path (a prefix)"))
+        }
+        _ => Ok(value.to_owned()),
+    }
 }
 
 fn cloud_provider(value: &str) -> Result<String, String> {
@@ -467,6 +487,28 @@ mod tests {
         assert_eq!(f.ignored.given(), ["--feature-gates", "--tls-min-version"]);
         assert!(!f.configure_cloud_routes, "OpenShift turns the route controller off");
         assert_eq!(f.secure_port, 0);
+    }
+
+    #[test]
+    fn delegated_authorization_flags_default_as_upstream_and_are_no_longer_ignored() {
+        let f = parse(&["--cloud-provider=openstack"]).unwrap();
+        assert_eq!(f.authorization_always_allow_paths, ["/healthz", "/readyz", "/livez"]);
+        assert!(f.authentication_kubeconfig.is_none() && f.authorization_kubeconfig.is_none());
+        let f = parse(&[
+            "--cloud-provider=openstack",
+            "--authorization-always-allow-paths=/healthz,/metrics*",
+            "--authentication-kubeconfig=/etc/authn",
+            "--authorization-kubeconfig=/etc/authz",
+        ])
+        .unwrap();
+        assert_eq!(f.authorization_always_allow_paths, ["/healthz", "/metrics*"]);
+        assert_eq!(f.authentication_kubeconfig.unwrap(), PathBuf::from("/etc/authn"));
+        assert_eq!(f.authorization_kubeconfig.unwrap(), PathBuf::from("/etc/authz"));
+        assert!(f.ignored.given().is_empty());
+        let err = parse(&["--cloud-provider=openstack", "--authorization-always-allow-paths=/*/x"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--authorization-always-allow-paths"), "{err}");
     }
 
     #[test]

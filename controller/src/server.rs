@@ -1,4 +1,7 @@
-//! `/healthz`, `/readyz` and `/metrics` over HTTPS (self-signed rcgen certificate unless files are given).
+//! `/healthz`, `/readyz` and `/metrics` over HTTPS (self-signed rcgen certificate unless files are given),
+//! each request authorized by the API server unless its path is open to anyone ([`auth`]).
+
+pub(crate) mod auth;
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -64,13 +67,14 @@ impl std::fmt::Debug for Health {
     }
 }
 
-/// The routes.
-pub(crate) fn router(health: Health) -> Router {
+/// The routes, every request (an unknown path's too) first judged by `delegation`.
+pub(crate) fn router(health: Health, delegation: Arc<auth::Delegation>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .with_state(health)
+        .layer(axum::middleware::from_fn_with_state(delegation, auth::guard))
 }
 
 /// Ready when OpenStack is connected and no Kubernetes request is refused; else each reason on
@@ -186,6 +190,14 @@ mod tests {
             .unwrap()
     }
 
+    /// The guard of the default open paths, before an API server that knows the tokens
+    /// `good` (may get `/metrics`) and `nobody` (may not).
+    fn delegation() -> Arc<auth::Delegation> {
+        let (client, _) = auth::tests::stub(auth::tests::apiserver());
+        let open = auth::OpenPaths::new(["/healthz", "/readyz", "/livez"].map(String::from));
+        Arc::new(auth::Delegation::new(open, client.clone(), client))
+    }
+
     #[tokio::test]
     async fn endpoints_answer_over_tls_and_readyz_follows_readiness() {
         let ready = Arc::new(AtomicBool::new(false));
@@ -200,7 +212,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let tls = tls_config(None, addr.ip()).unwrap();
-        tokio::spawn(serve(listener, tls, router(health)));
+        tokio::spawn(serve(listener, tls, router(health, delegation())));
         let client = client();
         let get = |path: &str| client.get(format!("https://{addr}{path}")).send();
         assert_eq!(get("/healthz").await.unwrap().status(), 200);
@@ -225,7 +237,18 @@ mod tests {
         );
         update(axum::http::StatusCode::OK);
         assert_eq!(get("/readyz").await.unwrap().status(), 200);
-        let text = get("/metrics").await.unwrap().text().await.unwrap();
+        // The metrics only for a token the API server allows; anything else is not served.
+        assert_eq!(get("/metrics").await.unwrap().status(), 401);
+        assert_eq!(get("/nowhere").await.unwrap().status(), 401);
+        let scrape =
+            |token: &str| client.get(format!("https://{addr}/metrics")).bearer_auth(token).send();
+        let refused = scrape("nobody").await.unwrap();
+        assert_eq!(refused.status(), 403);
+        assert_eq!(
+            refused.text().await.unwrap(),
+            r#"forbidden: User "nobody" cannot get path "/metrics""#
+        );
+        let text = scrape("good").await.unwrap().text().await.unwrap();
         assert!(text.contains("occm_openstack_api_requests_total{service=\"compute\",operation=\"server_get\",result=\"ok\"} 1"), "{text}");
         let plain = client.get(format!("http://{addr}/healthz")).send().await;
         assert!(
@@ -251,7 +274,7 @@ mod tests {
             metrics: Metrics::shared(),
             refused: Refused::shared(),
         };
-        tokio::spawn(serve(listener, tls, router(health)));
+        tokio::spawn(serve(listener, tls, router(health, delegation())));
         let client = client();
         let answer = client.get(format!("https://{addr}/healthz")).send().await.unwrap();
         assert_eq!(answer.status(), 200);

@@ -118,9 +118,16 @@ impl Process {
     }
 }
 
+/// `/metrics` served without a token, as upstream's controller managers serve a path added to
+/// `--authorization-always-allow-paths`: the tests that read the counters are not about who
+/// may (the fake API server has no TokenReview; tests/it/real_kube_metrics_auth.rs is).
+pub(crate) const OPEN_METRICS: &str =
+    "--authorization-always-allow-paths=/healthz,/readyz,/metrics";
+
 /// The binary for `--cloud-provider=openstack` against the API server at `api_url`, with
-/// `cloud_conf` as its cloud config and serving on a free port of 127.0.0.1, then `extra` flags:
-/// the process, its port, and the directory of its files (keep it while the process runs).
+/// `cloud_conf` as its cloud config and serving on a free port of 127.0.0.1 with `/metrics`
+/// open to anyone ([`OPEN_METRICS`]), then `extra` flags: the process, its port, and the
+/// directory of its files (keep it while the process runs).
 pub(crate) fn start_ccm(
     api_url: &str,
     cloud_conf: &str,
@@ -136,6 +143,7 @@ pub(crate) fn start_ccm(
         format!("--kubeconfig={}", kubeconfig(dir.path(), api_url).display()),
         "--bind-address=127.0.0.1".to_owned(),
         format!("--secure-port={port}"),
+        OPEN_METRICS.to_owned(),
     ];
     args.extend(extra.iter().map(|flag| (*flag).to_owned()));
     (Process::start(&args), port, dir)
