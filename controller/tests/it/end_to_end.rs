@@ -96,14 +96,20 @@ async fn bootstrap_initializes_a_node(env: &StackEnv, cloud: &str, tag: &str) {
         .iter()
         .map(|a| a.as_str().unwrap().to_owned())
         .map(|a| match a.split_once('=') {
-            Some(("--kubeconfig", _)) => format!("--kubeconfig={}", kube.display()),
+            Some((
+                flag @ ("--kubeconfig"
+                | "--authentication-kubeconfig"
+                | "--authorization-kubeconfig"),
+                _,
+            )) => format!("{flag}={}", kube.display()),
             Some(("--cloud-config", _)) => format!("--cloud-config={}", conf.display()),
             _ => a,
         })
         .collect();
     assert!(args.contains(&"--controllers=cloud-node".to_owned()), "{args:?}");
     assert!(args.contains(&"--leader-elect=false".to_owned()), "{args:?}");
-    args.extend(["--bind-address=127.0.0.1".to_owned(), format!("--secure-port={port}")]);
+    assert!(args.contains(&"--bind-address=127.0.0.1".to_owned()), "{args:?}");
+    args.push(format!("--secure-port={port}"));
 
     let process = Process::start(&args);
     process.wait_line("initialized", Duration::from_secs(60)).await;

@@ -124,9 +124,14 @@ impl Generated {
 impl Drop for Generated {
     fn drop(&mut self) {
         let name = self.cluster_role["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        for kind in ["clusterrolebinding", "clusterrole"] {
+        let delegator = format!("{name}:system:auth-delegator");
+        for (kind, name) in [
+            ("clusterrolebinding", &name),
+            ("clusterrolebinding", &delegator),
+            ("clusterrole", &name),
+        ] {
             let mut cmd = self.kube.kubectl();
-            cmd.args(["delete", kind, &name, "--ignore-not-found", "--wait=false"]);
+            cmd.args(["delete", kind, name, "--ignore-not-found", "--wait=false"]);
             let _ = run_bounded(cmd, None);
         }
     }
@@ -203,6 +208,13 @@ fn rename(object: &mut Value, ns: &str, cluster_name: &str) {
     }
     match object["kind"].as_str().unwrap() {
         "ClusterRole" => object["metadata"]["name"] = json!(cluster_name),
+        // A binding of a built-in role (`system:auth-delegator`) keeps it.
+        "ClusterRoleBinding"
+            if object["roleRef"]["name"].as_str().unwrap().starts_with("system:") =>
+        {
+            let role = object["roleRef"]["name"].as_str().unwrap().to_owned();
+            object["metadata"]["name"] = json!(format!("{cluster_name}:{role}"));
+        }
         "ClusterRoleBinding" => {
             object["metadata"]["name"] = json!(cluster_name);
             object["roleRef"]["name"] = json!(cluster_name);

@@ -123,6 +123,9 @@ impl Asset for BootstrapAsset {
     }
 }
 
+/// The static pod's kubeconfig (as the node sees it).
+const KUBECONFIG: &str = "/etc/kubernetes/bootstrap-secrets/ccm-kubeconfig";
+
 fn static_pod(spec: &CcmSpec, image: &str, infra_id: &str) -> Value {
     let mut container = json!({
         "name": "cloud-controller-manager",
@@ -131,7 +134,13 @@ fn static_pod(spec: &CcmSpec, image: &str, infra_id: &str) -> Value {
             format!("--cloud-provider={}", spec.cloud_provider),
             "--controllers=cloud-node",
             "--leader-elect=false",
-            "--kubeconfig=/etc/kubernetes/bootstrap-secrets/ccm-kubeconfig",
+            format!("--kubeconfig={KUBECONFIG}"),
+            // The host network: its /healthz, /readyz and /metrics on the node itself only, and
+            // /metrics to whom the API server allows (without these flags upstream's CCMs find
+            // no in-cluster config in a static pod and take every token as anonymous).
+            "--bind-address=127.0.0.1",
+            format!("--authentication-kubeconfig={KUBECONFIG}"),
+            format!("--authorization-kubeconfig={KUBECONFIG}"),
             format!(
                 "--cloud-config=/etc/kubernetes/bootstrap-{}/cloud.conf",
                 if spec.inject_credentials { "secrets" } else { "configs" }

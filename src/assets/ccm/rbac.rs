@@ -25,6 +25,8 @@ pub(super) struct Names<'a> {
 }
 
 const SA: &str = "cloud-controller-manager";
+/// The built-in ClusterRole that may create TokenReviews and SubjectAccessReviews.
+const AUTH_DELEGATOR: &str = "system:auth-delegator";
 const CCM_USER: &str = "system:cloud-controller-manager";
 
 fn user() -> Value {
@@ -38,6 +40,17 @@ pub(super) fn service_account() -> Value {
 
 /// A (Cluster)RoleBinding named after the (Cluster)Role it binds.
 pub(super) fn binding(kind: &str, name: &str, namespace: Option<&str>, subjects: Value) -> Value {
+    binding_to(kind, name, name, namespace, subjects)
+}
+
+/// A (Cluster)RoleBinding `name` of the (Cluster)Role `role`.
+fn binding_to(
+    kind: &str,
+    name: &str,
+    role: &str,
+    namespace: Option<&str>,
+    subjects: Value,
+) -> Value {
     let role_kind = if kind == "ClusterRoleBinding" { "ClusterRole" } else { "Role" };
     let mut metadata = json!({"name": name});
     if let Some(ns) = namespace {
@@ -47,7 +60,7 @@ pub(super) fn binding(kind: &str, name: &str, namespace: Option<&str>, subjects:
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": kind,
         "metadata": metadata,
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
         "subjects": subjects,
     })
 }
@@ -193,5 +206,18 @@ pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
             binding("RoleBinding", &watcher, ns, readers),
         ));
     }
+    // `/metrics` is served to whom the API server says (TokenReview, SubjectAccessReview), as
+    // every controller manager delegates: both identities (the bootstrap static pod's user too)
+    // may ask it. See: issue 36.
+    out.push((
+        "09-auth-delegator-clusterrolebinding.yaml".to_owned(),
+        binding_to(
+            "ClusterRoleBinding",
+            &format!("{app}:{AUTH_DELEGATOR}"),
+            AUTH_DELEGATOR,
+            None,
+            json!([service_account(), user()]),
+        ),
+    ));
     out
 }
