@@ -17,6 +17,7 @@ mod oracle;
 mod proxy;
 mod real_kube_bootstrap;
 mod real_kube_leader;
+mod real_kube_metrics_auth;
 mod real_kube_nodes;
 mod real_kube_rbac;
 mod real_kube_restart;
