@@ -2,6 +2,7 @@
 
 mod commands;
 mod log;
+mod report;
 pub(crate) mod resolve;
 
 use std::path::PathBuf;
@@ -242,32 +243,11 @@ pub fn main() -> ExitCode {
     log::init(cli.log_level);
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => report(&err),
+        Err(err) => report::report(&err),
     }
 }
 
 /// The clap command, for completions and help snapshots.
 pub fn command() -> clap::Command {
     Cli::command()
-}
-
-fn report(err: &anyhow::Error) -> ExitCode {
-    // A closed stdout (`ccm-assets graph | head`) is not a failure, as in ripgrep.
-    if err.chain().any(|e| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    }) {
-        return ExitCode::SUCCESS;
-    }
-    // One `ERROR` line per line of each cause: multi-error messages stay one error per line.
-    for cause in err.chain() {
-        for line in cause.to_string().lines() {
-            eprintln!("ERROR {line}");
-        }
-    }
-    if commands::is_invalid_input(err) {
-        ExitCode::from(EXIT_INVALID_INPUT)
-    } else {
-        ExitCode::FAILURE
-    }
 }
