@@ -562,7 +562,7 @@ async fn security_groups(env: &StackEnv, name: &str) -> Vec<Value> {
 }
 
 /// `(protocol, port, remote prefix)` of each ingress rule, sorted.
-fn ingress(group: &Value) -> Vec<(String, u64, String)> {
+pub(crate) fn ingress(group: &Value) -> Vec<(String, u64, String)> {
     let rules = group["rules"].as_array().unwrap();
     let mut out: Vec<(String, u64, String)> = rules
         .iter()
@@ -620,8 +620,7 @@ async fn manage_security_groups_guards_the_members_ports_and_leaves_nothing_behi
         }
     };
 
-    // Both members' ports carry the group (beside what they had); its rules open each NodePort
-    // to the source range and to the member subnet, where the load balancer speaks from.
+    // Both members' ports carry the group (beside what they had).
     let cidr = env["OPENSTACK_INTERNAL_CIDR"].to_owned();
     let group = until("the security group on both member ports", &process, async || {
         let group = ours().await?;
@@ -634,26 +633,17 @@ async fn manage_security_groups_guards_the_members_ports_and_leaves_nothing_behi
     // Read again: the rules are made before the ports get the group, so they are all there now.
     let group = ours().await.unwrap();
     assert!(group["tags"].as_array().unwrap().contains(&json!(OWNER_TAG)), "{group}");
-    let expected = |prefixes: &[&str]| {
-        let mut rules: Vec<(String, u64, String)> = prefixes
-            .iter()
-            .flat_map(|p| {
-                [
-                    ("tcp".to_owned(), 30090, (*p).to_owned()),
-                    ("udp".to_owned(), 30091, (*p).to_owned()),
-                ]
-            })
-            .collect();
-        rules.sort();
-        rules
-    };
-    assert_eq!(ingress(&group), expected(&["192.0.2.0/24", &cidr]));
+    // Behind the amphora the load balancer is the members' only client (the source range is
+    // its listener's): each NodePort is open to the member subnet alone.
+    let expected =
+        vec![("tcp".to_owned(), 30090, cidr.clone()), ("udp".to_owned(), 30091, cidr.clone())];
+    assert_eq!(ingress(&group), expected);
     let mut with_ours = before_a.clone();
     with_ours.push(id.clone());
     with_ours.sort();
     assert_eq!(port_groups(&env, id_a).await, with_ours, "port A lost a group of its own");
 
-    // A node that leaves takes the group off its port; open source ranges become one rule per port.
+    // A node that leaves takes the group off its port; without source ranges the rules stay.
     fake.delete("v1", "nodes", "", "sg-b");
     fake.patch(
         "v1",
@@ -662,10 +652,9 @@ async fn manage_security_groups_guards_the_members_ports_and_leaves_nothing_behi
         "web",
         json!({"spec": {"loadBalancerSourceRanges": null}}),
     );
-    until("the group off the departed node's port, rules opened", &process, async || {
+    until("the group off the departed node's port, rules kept", &process, async || {
         let group = ours().await?;
-        (port_groups(&env, id_b).await == before_b && ingress(&group) == expected(&["0.0.0.0/0"]))
-            .then_some(())
+        (port_groups(&env, id_b).await == before_b && ingress(&group) == expected).then_some(())
     })
     .await;
 

@@ -10,7 +10,7 @@ use testkit::stack::StackEnv;
 use testkit::sweep::Sweep;
 
 use crate::load_balancer::{
-    FINALIZER, OWNER_TAG, delete_service, lb_list, node, reasons, start_with, until,
+    FINALIZER, OWNER_TAG, delete_service, ingress, lb_list, node, reasons, start_with, until,
 };
 use crate::support::{Process, scene};
 
@@ -163,6 +163,12 @@ async fn upstreams_load_balancers_are_taken_over_as_they_are_and_go_with_their_s
         let group = &group;
         let port = scene(&env, &["port-show", id_a]).await;
         assert!(port["security_groups"].as_array().unwrap().contains(&group["id"]), "{port}");
+        // Its rule as upstream made it, the NodePort from the member subnet only: behind the
+        // amphora the load balancer is the NodePort's only client, so a take-over must not
+        // open it to everyone (it did: `0.0.0.0/0`).
+        let node_port = if *name == "tagged" { 30150 } else { 30151 };
+        let subnet = env["OPENSTACK_INTERNAL_CIDR"].to_owned();
+        assert_eq!(ingress(group), [("tcp".to_owned(), node_port, subnet)], "{group}");
     }
     let events = reasons(&fake);
     assert_eq!(events.iter().filter(|r| *r == "AdoptedLoadBalancer").count(), 2, "{events:?}");

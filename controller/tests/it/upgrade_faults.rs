@@ -75,14 +75,13 @@ async fn rules_naming(env: &StackEnv, of: &str, from: &str) -> usize {
     group["rules"].as_array().unwrap().iter().filter(|r| r["remote_group_id"] == from).count()
 }
 
-/// The NodePorts the group's ingress rules open to everyone (the Service has no source
-/// ranges), sorted; the in-tree provider's rules on the Service ports and ICMP left out.
-fn node_ports_opened(group: &Value) -> Vec<u64> {
+/// The NodePorts the group's ingress rules open to `subnet` (behind the amphora, the member
+/// and VIP subnet: ours), sorted; the in-tree provider's rules on the Service ports and ICMP
+/// left out.
+fn node_ports_opened(group: &Value, subnet: &str) -> Vec<u64> {
     let rules = group["rules"].as_array().unwrap().iter();
     let opened = rules.filter(|r| {
-        r["direction"] == "ingress"
-            && r["protocol"] == "tcp"
-            && r["remote_ip_prefix"] == "0.0.0.0/0"
+        r["direction"] == "ingress" && r["protocol"] == "tcp" && r["remote_ip_prefix"] == subnet
     });
     let mut ports: Vec<u64> =
         opened.filter_map(|r| r["port_range_min"].as_u64()).filter(|p| *p >= 30000).collect();
@@ -140,6 +139,7 @@ async fn killed_between_adoption_steps_the_controller_converges_with_nothing_dup
     let group_id = group_id.as_str().unwrap();
     let in_tree = in_tree_name(&uid);
     let group_name = format!("lb-sg-{uid}-shop-killed");
+    let subnet = &env["OPENSTACK_INTERNAL_CIDR"];
 
     // A region of our own whose catalog sends Octavia and Neutron through fronts that can stop
     // the controller right after a given call.
@@ -180,7 +180,7 @@ async fn killed_between_adoption_steps_the_controller_converges_with_nothing_dup
     kill_when_held(&env, &mut process, held, &ours).await;
     assert!(tagged(&settled(&env, &process, &in_tree).await, OWNER_TAG));
     let group = the_group(&env, &group_name).await;
-    assert_eq!(node_ports_opened(&group).len(), 1, "{group}");
+    assert_eq!(node_ports_opened(&group, subnet).len(), 1, "{group}");
     assert!(!tagged(&group, OWNER_TAG), "{group}");
     assert!(!port_carries(&env, &port_id, group_id).await);
     assert_eq!(rules_naming(&env, node_group, group_id).await, 2);
@@ -192,7 +192,7 @@ async fn killed_between_adoption_steps_the_controller_converges_with_nothing_dup
     kill_when_held(&env, &mut process, held, &ours).await;
     assert!(port_carries(&env, &port_id, group_id).await);
     let group = the_group(&env, &group_name).await;
-    assert_eq!(node_ports_opened(&group), [30215, 30216], "{group}");
+    assert_eq!(node_ports_opened(&group, subnet), [30215, 30216], "{group}");
     assert!(!tagged(&group, OWNER_TAG), "{group}");
     assert_eq!(rules_naming(&env, node_group, group_id).await, 2);
 
@@ -222,7 +222,7 @@ async fn killed_between_adoption_steps_the_controller_converges_with_nothing_dup
     assert_eq!(svc["status"], status, "{svc}");
     let group = the_group(&env, &group_name).await;
     assert_eq!(group["id"], group_id);
-    assert_eq!(node_ports_opened(&group), [30215, 30216], "{group}");
+    assert_eq!(node_ports_opened(&group, subnet), [30215, 30216], "{group}");
     assert!(port_carries(&env, &port_id, group_id).await);
     assert_eq!(rules_naming(&env, node_group, group_id).await, 0);
 

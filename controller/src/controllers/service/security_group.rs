@@ -2,9 +2,13 @@
 //!
 //! Upstream's name `lb-sg-<uid>-<namespace>-<name>`, tagged with the Service's load-balancer
 //! name and [`names::OWNER_TAG`]. Its ingress rules open each NodePort (`tcp`, `udp`, `sctp`) to
-//! the Service's source ranges (unset: everyone, per address family of the members) and, when
-//! the ranges are restricted, to the member subnets, where the load balancer's own traffic and
-//! health checks come from. It sits on the Neutron ports holding the members' addresses, is
+//! no more than the traffic that must reach it, which depends on the load balancer's provider
+//! ([`Traffic`]): behind a proxy (amphora, and every provider but OVN, as upstream counts them)
+//! only the load balancer's own subnets, the members' and the VIP's; with OVN, which keeps the
+//! clients' addresses, the Service's source ranges (unset: everyone, per address family of the
+//! members) and, when the ranges are restricted, the member subnets, where its health checks
+//! come from. So a group taken over from upstream's CCM, which opens its NodePorts to the member
+//! subnet, is not widened. It sits on the Neutron ports holding the members' addresses, is
 //! taken off a port whose node left, and goes with the Service. Only groups a controller made
 //! for the Service are ever changed or deleted (ours by the owner tag; upstream's, by its
 //! description, are tagged and taken over); a port keeps every other group it has: its group
@@ -16,6 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::desired::{Backend, Port, ServiceId};
 use super::{Error, Result, names, ownership};
+use crate::cloud::load_balancing::LoadBalancing;
+use crate::cloud::octavia::LoadBalancer;
 use crate::cloud::revision::{self, Written};
 use crate::cloud::security_groups::{MemberPort, RuleSpec, SecurityGroup, SecurityGroups};
 
@@ -38,30 +44,63 @@ impl Owner<'_> {
     }
 }
 
-/// The ingress rules the group should have (egress rules are Neutron's defaults, left alone).
-pub(crate) fn rules(
-    ports: &[Port],
+/// Where the traffic that reaches the members' NodePorts comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Traffic {
+    /// A proxy: the load balancer itself connects to the members, from its addresses on the
+    /// member subnets (with `member-subnet-id`) or the VIP subnet, and applies the source ranges
+    /// on its listeners (`allowed_cidrs`). The amphora provider, and every provider but OVN.
+    Proxied,
+    /// The clients' own addresses reach the members (OVN), and its health checks come from the
+    /// member subnets. Also the choice when the provider is not known: it works for any.
+    FromClients,
+}
+
+impl Traffic {
+    /// The traffic of a load balancer of `provider` (`None`: not known). Upstream's CCM counts
+    /// only `ovn` as keeping the clients' addresses, and so does this controller.
+    pub(crate) fn of(provider: Option<&str>) -> Self {
+        match provider {
+            Some(provider) if provider != "ovn" => Traffic::Proxied,
+            _ => Traffic::FromClients,
+        }
+    }
+}
+
+/// The address ranges the NodePorts are opened to: for [`Traffic::Proxied`], `lb_cidrs` (the
+/// subnets the load balancer speaks from); for [`Traffic::FromClients`], the source ranges and
+/// `lb_cidrs` (the member subnets, for its health checks), or, without ranges, everyone in
+/// each address family of the members.
+pub(crate) fn prefixes(
+    traffic: Traffic,
     source_ranges: &[String],
     members: &[Backend],
-    member_cidrs: &[String],
-) -> BTreeSet<RuleSpec> {
-    let prefixes: BTreeSet<String> = if source_ranges.is_empty() {
-        let any_v6 = members.iter().any(|m| m.address.contains(':'));
-        let any_v4 = members.iter().any(|m| !m.address.contains(':'));
-        let mut all = BTreeSet::new();
-        if any_v4 || !any_v6 {
-            all.insert("0.0.0.0/0".to_owned());
+    lb_cidrs: &[String],
+) -> BTreeSet<String> {
+    match traffic {
+        Traffic::Proxied => lb_cidrs.iter().cloned().collect(),
+        Traffic::FromClients if source_ranges.is_empty() => {
+            let any_v6 = members.iter().any(|m| m.address.contains(':'));
+            let any_v4 = members.iter().any(|m| !m.address.contains(':'));
+            let mut all = BTreeSet::new();
+            if any_v4 || !any_v6 {
+                all.insert("0.0.0.0/0".to_owned());
+            }
+            if any_v6 {
+                all.insert("::/0".to_owned());
+            }
+            all
         }
-        if any_v6 {
-            all.insert("::/0".to_owned());
-        }
-        all
-    } else {
-        source_ranges.iter().chain(member_cidrs).cloned().collect()
-    };
+        Traffic::FromClients => source_ranges.iter().chain(lb_cidrs).cloned().collect(),
+    }
+}
+
+/// The ingress rules the group should have (egress rules are Neutron's defaults, left alone):
+/// each NodePort from each of `prefixes`.
+pub(crate) fn rules(ports: &[Port], prefixes: &BTreeSet<String>) -> BTreeSet<RuleSpec> {
     let mut out = BTreeSet::new();
     for port in ports.iter().filter(|p| p.node_port != 0) {
-        for prefix in &prefixes {
+        for prefix in prefixes {
             out.insert(RuleSpec {
                 direction: "ingress".to_owned(),
                 ethertype: if prefix.contains(':') { "IPv6" } else { "IPv4" }.to_owned(),
@@ -75,10 +114,47 @@ pub(crate) fn rules(
     out
 }
 
-/// The group exists with exactly [`rules`], on exactly the members' ports.
-pub(crate) async fn ensure<C: SecurityGroups>(
+/// The group exists with exactly [`rules`], on exactly the members' ports, for the load
+/// balancer the Service's own name (or, adopted from the in-tree provider, its name) finds.
+pub(crate) async fn ensure<L: LoadBalancing>(
+    cloud: &L,
+    owner: Owner<'_>,
+    ports: &[Port],
+    source_ranges: &[String],
+    members: &[Backend],
+) -> Result<()> {
+    let serving = own_load_balancer(cloud, owner).await?;
+    ensure_for(cloud, owner, serving.as_ref(), ports, source_ranges, members).await
+}
+
+/// The Service's own load balancer, for its provider and VIP subnet: by the Service's name, or
+/// by the in-tree provider's that one adopted from it keeps; only one of ours (by then the
+/// reconcile has tagged it). `None` for a shared one (the Service reaches it through its
+/// `load-balancer-id`, which is not seen here): the rules are then [`Traffic::FromClients`]'s.
+async fn own_load_balancer<L: LoadBalancing>(
+    cloud: &L,
+    owner: Owner<'_>,
+) -> Result<Option<LoadBalancer>> {
+    let uid = owner.service.uid;
+    let in_tree = (!uid.is_empty()).then(|| names::in_tree(uid));
+    for name in std::iter::once(owner.load_balancer.to_owned()).chain(in_tree) {
+        let doing = format!("looking up load balancer {name:?} (its provider)");
+        let found = cloud.load_balancers_named(&name).await.map_err(Error::cloud(doing))?;
+        let ours = found
+            .into_iter()
+            .find(|lb| names::is_ours(&lb.tags) && lb.provisioning_status != "PENDING_DELETE");
+        if ours.is_some() {
+            return Ok(ours);
+        }
+    }
+    Ok(None)
+}
+
+/// [`ensure`] for the load balancer `serving` (`None`: not known).
+pub(crate) async fn ensure_for<C: SecurityGroups>(
     cloud: &C,
     owner: Owner<'_>,
+    serving: Option<&LoadBalancer>,
     ports: &[Port],
     source_ranges: &[String],
     members: &[Backend],
@@ -91,13 +167,17 @@ pub(crate) async fn ensure<C: SecurityGroups>(
         cloud.ports_with_ips(&addresses).await.map_err(Error::cloud(doing))?
     };
     let by_address = member_ports(members, &found);
-    let member_cidrs = if source_ranges.is_empty() {
-        Vec::new()
-    } else {
-        subnet_cidrs(cloud, &by_address).await?
+    let traffic = Traffic::of(serving.map(|lb| lb.provider.as_str()));
+    let lb_cidrs = match traffic {
+        Traffic::FromClients if source_ranges.is_empty() => Vec::new(),
+        Traffic::FromClients => subnet_cidrs(cloud, &by_address, None).await?,
+        Traffic::Proxied => {
+            let vip = serving.map(|lb| lb.vip_subnet_id.as_str()).filter(|s| !s.is_empty());
+            subnet_cidrs(cloud, &by_address, vip).await?
+        }
     };
     let (group, adopting) = find_or_create(cloud, owner).await?;
-    let want = rules(ports, source_ranges, members, &member_cidrs);
+    let want = rules(ports, &prefixes(traffic, source_ranges, members, &lb_cidrs));
     sync_rules(cloud, &group, &want).await?;
     let wanted: BTreeMap<&str, &MemberPort> =
         by_address.values().map(|(port, _)| (port.id.as_str(), *port)).collect();
@@ -196,16 +276,19 @@ fn member_ports<'p>(
     out
 }
 
+/// The CIDRs of the member ports' subnets and of `vip` (the VIP subnet), one lookup.
 async fn subnet_cidrs<C: SecurityGroups>(
     cloud: &C,
     by_address: &BTreeMap<String, (&MemberPort, String)>,
+    vip: Option<&str>,
 ) -> Result<Vec<String>> {
-    let ids: BTreeSet<String> = by_address.values().map(|(_, subnet)| subnet.clone()).collect();
+    let members = by_address.values().map(|(_, subnet)| subnet.clone());
+    let ids: BTreeSet<String> = members.chain(vip.map(str::to_owned)).collect();
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let ids: Vec<String> = ids.into_iter().collect();
-    let doing = format!("looking up member subnets {}", ids.join(", "));
+    let doing = format!("looking up subnets {}", ids.join(", "));
     let subnets = cloud.subnets(&ids).await.map_err(Error::cloud(doing))?;
     Ok(subnets.into_iter().map(|s| s.cidr).collect())
 }

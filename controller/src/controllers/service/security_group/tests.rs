@@ -8,7 +8,7 @@ fn member(address: &str) -> Backend {
     Backend { name: format!("n-{address}"), address: address.to_owned() }
 }
 
-fn prefixes(rules: &BTreeSet<RuleSpec>) -> Vec<(String, String, u16, String)> {
+fn listed(rules: &BTreeSet<RuleSpec>) -> Vec<(String, String, u16, String)> {
     rules
         .iter()
         .map(|r| {
@@ -22,16 +22,55 @@ fn prefixes(rules: &BTreeSet<RuleSpec>) -> Vec<(String, String, u16, String)> {
         .collect()
 }
 
+/// What a client-address provider (OVN) is given.
+fn from_clients(
+    ports: &[Port],
+    ranges: &[String],
+    members: &[Backend],
+    cidrs: &[String],
+) -> BTreeSet<RuleSpec> {
+    rules(ports, &prefixes(Traffic::FromClients, ranges, members, cidrs))
+}
+
 #[test]
-fn without_source_ranges_each_node_port_is_open_to_the_members_families() {
-    let rules = rules(
+fn only_ovn_keeps_the_clients_addresses_and_an_unknown_provider_gets_what_works_for_any() {
+    for proxy in ["amphora", "octavia", "amphorav2", "f5"] {
+        assert_eq!(Traffic::of(Some(proxy)), Traffic::Proxied, "{proxy}");
+    }
+    assert_eq!(Traffic::of(Some("ovn")), Traffic::FromClients);
+    assert_eq!(Traffic::of(None), Traffic::FromClients);
+}
+
+#[test]
+fn behind_a_proxy_node_ports_are_open_only_to_the_load_balancers_subnets_whatever_the_ranges() {
+    let cidrs = ["10.0.0.0/24".to_owned(), "fd00::/64".to_owned()];
+    let members = [member("10.0.0.5"), member("fd00::5")];
+    for ranges in [vec![], vec!["192.0.2.0/24".to_owned()], vec!["0.0.0.0/0".to_owned()]] {
+        let got = rules(
+            &[port("TCP", 30080), port("TCP", 0)],
+            &prefixes(Traffic::Proxied, &ranges, &members, &cidrs),
+        );
+        assert_eq!(
+            listed(&got),
+            [
+                ("IPv4".into(), "tcp".into(), 30080, "10.0.0.0/24".into()),
+                ("IPv6".into(), "tcp".into(), 30080, "fd00::/64".into()),
+            ],
+            "source ranges {ranges:?}: the load balancer applies them on its listeners"
+        );
+    }
+}
+
+#[test]
+fn with_client_addresses_and_no_source_ranges_each_node_port_is_open_to_the_members_families() {
+    let rules = from_clients(
         &[port("TCP", 30080), port("UDP", 30053), port("TCP", 0)],
         &[],
         &[member("10.0.0.5"), member("fd00::5")],
         &["10.0.0.0/24".to_owned()],
     );
     assert_eq!(
-        prefixes(&rules),
+        listed(&rules),
         [
             ("IPv4".into(), "tcp".into(), 30080, "0.0.0.0/0".into()),
             ("IPv4".into(), "udp".into(), 30053, "0.0.0.0/0".into()),
@@ -43,18 +82,22 @@ fn without_source_ranges_each_node_port_is_open_to_the_members_families() {
 }
 
 #[test]
-fn source_ranges_also_let_in_the_member_subnet_where_the_load_balancer_speaks_from() {
+fn client_addresses_in_source_ranges_and_the_member_subnet_for_health_checks() {
     let ranges = ["192.0.2.0/24".to_owned()];
-    let rules =
-        rules(&[port("TCP", 30080)], &ranges, &[member("10.0.0.5")], &["10.0.0.0/24".to_owned()]);
-    let got: Vec<String> = prefixes(&rules).into_iter().map(|p| p.3).collect();
+    let rules = from_clients(
+        &[port("TCP", 30080)],
+        &ranges,
+        &[member("10.0.0.5")],
+        &["10.0.0.0/24".to_owned()],
+    );
+    let got: Vec<String> = listed(&rules).into_iter().map(|p| p.3).collect();
     assert_eq!(got, ["10.0.0.0/24", "192.0.2.0/24"]);
 }
 
 #[test]
 fn no_members_still_gives_an_ipv4_rule_per_port() {
-    let rules = rules(&[port("SCTP", 30000)], &[], &[], &[]);
-    assert_eq!(prefixes(&rules), [("IPv4".into(), "sctp".into(), 30000, "0.0.0.0/0".into())]);
+    let rules = from_clients(&[port("SCTP", 30000)], &[], &[], &[]);
+    assert_eq!(listed(&rules), [("IPv4".into(), "sctp".into(), 30000, "0.0.0.0/0".into())]);
 }
 
 /// An in-memory Neutron for the take-over order: groups with rules (a rule may name a remote
@@ -293,10 +336,95 @@ mod neutron {
             Ok(if stale { Written::Stale } else { Written::Done(()) })
         }
 
-        async fn subnets(&self, _ids: &[String]) -> crate::cloud::Result<Vec<Subnet>> {
-            Ok(vec![Subnet { id: "subnet".into(), cidr: "10.0.0.0/24".into() }])
+        /// `subnet` (the members') is 10.0.0.0/24, `vip-subnet` 10.1.0.0/24.
+        async fn subnets(&self, ids: &[String]) -> crate::cloud::Result<Vec<Subnet>> {
+            let cidr = |id: &str| match id {
+                "subnet" => "10.0.0.0/24",
+                "vip-subnet" => "10.1.0.0/24",
+                other => panic!("no subnet {other}"),
+            };
+            Ok(ids.iter().map(|id| Subnet { id: id.clone(), cidr: cidr(id).into() }).collect())
         }
     }
+}
+
+/// A load balancer of the amphora provider with its VIP on `vip_subnet`.
+fn amphora(vip_subnet: &str) -> LoadBalancer {
+    LoadBalancer {
+        provider: "amphora".into(),
+        vip_subnet_id: vip_subnet.into(),
+        ..LoadBalancer::default()
+    }
+}
+
+/// What upstream's CCM left for Service shop/web (NodePort 30080) with the amphora provider:
+/// its group, on the member's port, letting the NodePort in from the member subnet.
+fn upstream_layout() -> neutron::Fake {
+    use neutron::{Fake, FakeRule, State};
+    let state = State {
+        groups: vec![SecurityGroup {
+            id: "theirs".into(),
+            name: "lb-sg-u1-shop-web".into(),
+            description: "Security Group for shop/web Service LoadBalancer in cluster infra".into(),
+            ..SecurityGroup::default()
+        }],
+        rules: vec![FakeRule {
+            id: "subnet-rule".into(),
+            group: "theirs".into(),
+            spec: RuleSpec {
+                direction: "ingress".into(),
+                ethertype: "IPv4".into(),
+                protocol: Some("tcp".into()),
+                port_range_min: Some(30080),
+                port_range_max: Some(30080),
+                remote_ip_prefix: Some("10.0.0.0/24".into()),
+            },
+            remote_group: None,
+        }],
+        ports: vec![("member".into(), "10.0.0.5".into(), vec!["theirs".into()])],
+        ..State::default()
+    };
+    Fake { state: std::sync::Mutex::new(state), node_port: 30080, member_port: "member".into() }
+}
+
+#[tokio::test]
+async fn upstreams_group_behind_an_amphora_is_taken_over_with_its_member_subnet_rule_as_it_is() {
+    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
+    let members = [member("10.0.0.5")];
+    for ranges in [vec![], vec!["192.0.2.0/24".to_owned()]] {
+        let cloud = upstream_layout();
+        let lb = amphora("subnet");
+        let node_ports = [port("TCP", 30080)];
+        ensure_for(&cloud, owner, Some(&lb), &node_ports, &ranges, &members).await.unwrap();
+        let state = cloud.state.lock().unwrap();
+        // Not widened to everyone (nor to the source ranges, which the listener applies):
+        // no rule written at all, only our tags.
+        assert_eq!(state.log, ["tag theirs"], "source ranges {ranges:?}");
+        let left: Vec<&str> = state.rules.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(left, ["subnet-rule"]);
+    }
+}
+
+#[tokio::test]
+async fn behind_an_amphora_on_another_subnet_the_vip_subnet_is_let_in_too() {
+    let cloud = member_with_its_node_group(None);
+    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
+    let lb = amphora("vip-subnet");
+    let node_ports = [port("TCP", 30080)];
+    ensure_for(&cloud, owner, Some(&lb), &node_ports, &[], &[member("10.0.0.5")]).await.unwrap();
+    let state = cloud.state.lock().unwrap();
+    let ours = state.groups.iter().find(|g| g.name == "lb-sg-u1-shop-web").unwrap();
+    let mut got: Vec<&str> = state
+        .rules
+        .iter()
+        .filter(|r| r.group == ours.id)
+        .filter_map(|r| r.spec.remote_ip_prefix.as_deref())
+        .collect();
+    got.sort_unstable();
+    // The amphora reaches a member outside the VIP subnet from its VIP-subnet address.
+    assert_eq!(got, ["10.0.0.0/24", "10.1.0.0/24"]);
 }
 
 /// What the in-tree provider left for Service shop/web (NodePort 30080): its group on the VIP
@@ -366,7 +494,8 @@ async fn the_in_tree_layout_moves_to_ours_without_a_moment_where_the_node_port_i
     // Someone tags the group between our read of it and our tags: theirs is kept.
     cloud.state.lock().unwrap().tag_interloper = Some("set-by-someone-else".into());
     // Every write checks that the NodePort is let in (the fake asserts it).
-    ensure(&cloud, owner, &[port("TCP", 30080)], &[], &members).await.unwrap();
+    let lb = amphora("subnet");
+    ensure_for(&cloud, owner, Some(&lb), &[port("TCP", 30080)], &[], &members).await.unwrap();
     let log = {
         let state = cloud.state.lock().unwrap();
         let ports: Vec<(&str, &[String])> =
@@ -393,7 +522,7 @@ async fn the_in_tree_layout_moves_to_ours_without_a_moment_where_the_node_port_i
     };
 
     // Taken over: the next ensure writes nothing.
-    ensure(&cloud, owner, &[port("TCP", 30080)], &[], &members).await.unwrap();
+    ensure_for(&cloud, owner, Some(&lb), &[port("TCP", 30080)], &[], &members).await.unwrap();
     assert_eq!(cloud.state.lock().unwrap().log.len(), log);
 }
 
@@ -409,6 +538,23 @@ fn open_port_one() -> neutron::FakeRule {
             ..RuleSpec::default()
         },
         remote_group: None,
+    }
+}
+
+/// The member's port (10.0.0.5) with the node's own group, which lets the fake's checked port 1
+/// in; `interloper`: another writer's group, put on the port right before our first write.
+fn member_with_its_node_group(interloper: Option<&str>) -> neutron::Fake {
+    let state = neutron::State {
+        groups: vec![SecurityGroup { id: "node".into(), ..SecurityGroup::default() }],
+        rules: vec![open_port_one()],
+        ports: vec![("member".into(), "10.0.0.5".into(), vec!["node".into()])],
+        interloper: interloper.map(str::to_owned),
+        ..neutron::State::default()
+    };
+    neutron::Fake {
+        state: std::sync::Mutex::new(state),
+        node_port: 1,
+        member_port: "member".into(),
     }
 }
 
@@ -429,22 +575,12 @@ async fn a_service_deleted_before_the_take_over_leaves_no_rule_in_the_nodes_grou
 
 #[tokio::test]
 async fn a_port_changed_by_another_writer_is_read_again_and_keeps_both_groups() {
-    // The member's port with the node's own group, which lets the fake's checked port 1 in.
-    let state = neutron::State {
-        groups: vec![SecurityGroup { id: "node".into(), ..SecurityGroup::default() }],
-        rules: vec![open_port_one()],
-        ports: vec![("member".into(), "10.0.0.5".into(), vec!["node".into()])],
-        interloper: Some("another-service".into()),
-        ..neutron::State::default()
-    };
-    let cloud = neutron::Fake {
-        state: std::sync::Mutex::new(state),
-        node_port: 1,
-        member_port: "member".into(),
-    };
+    let cloud = member_with_its_node_group(Some("another-service"));
     let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
     let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
-    ensure(&cloud, owner, &[port("TCP", 30080)], &[], &[member("10.0.0.5")]).await.unwrap();
+    ensure_for(&cloud, owner, None, &[port("TCP", 30080)], &[], &[member("10.0.0.5")])
+        .await
+        .unwrap();
     let state = cloud.state.lock().unwrap();
     let ours = state.groups.iter().find(|g| g.name == "lb-sg-u1-shop-web").unwrap();
     let member = state.ports.iter().find(|p| p.0 == "member").unwrap();
