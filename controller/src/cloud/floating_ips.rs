@@ -102,27 +102,15 @@ pub(crate) async fn create(
     Ok(fip)
 }
 
-/// Points the floating IP at `port_id` (`None`: detach it), guarded by `revision` when given.
-pub(crate) async fn set_port(
+/// Updates the floating IP's `fields` (`port_id`: attach, or detach with `null`;
+/// `description`), guarded by `revision` when given.
+pub(crate) async fn update(
     session: &Session,
     id: &str,
-    port_id: Option<&str>,
+    fields: &serde_json::Value,
     revision: Option<u64>,
 ) -> Result<(), osauth::Error> {
-    let body = json!({"floatingip": {"port_id": port_id}});
-    let request = session.put(NETWORK, &["floatingips", id]).json(&body);
-    super::revision::guarded::<serde::de::IgnoredAny>(request, revision).await.map(drop)
-}
-
-/// Sets its description (a floating IP adopted with its load balancer), guarded by `revision`
-/// when given.
-pub(crate) async fn set_description(
-    session: &Session,
-    id: &str,
-    description: &str,
-    revision: Option<u64>,
-) -> Result<(), osauth::Error> {
-    let body = json!({"floatingip": {"description": description}});
+    let body = json!({ "floatingip": fields });
     let request = session.put(NETWORK, &["floatingips", id]).json(&body);
     super::revision::guarded::<serde::de::IgnoredAny>(request, revision).await.map(drop)
 }

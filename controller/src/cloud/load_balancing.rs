@@ -3,6 +3,8 @@
 
 use std::future::Future;
 
+use serde_json::{Value, json};
+
 use super::floating_ips::{self, FloatingIp, FloatingIpSpec, NamedSubnet};
 use super::neutron::OwnedPort;
 use super::octavia::{self, Change, LoadBalancer, LoadBalancerSpec, Tree};
@@ -204,13 +206,7 @@ impl LoadBalancing for OpenStack {
         port_id: Option<&str>,
         revision: Option<u64>,
     ) -> Result<Written<()>> {
-        let what = format!("floating IP {id}");
-        let result = self
-            .call("network", "floatingip_update", &what, |s| async move {
-                floating_ips::set_port(&s, id, port_id, revision).await
-            })
-            .await;
-        stale_to_written(result)
+        self.update_floating_ip(id, json!({ "port_id": port_id }), revision).await
     }
 
     async fn describe_floating_ip(
@@ -219,13 +215,7 @@ impl LoadBalancing for OpenStack {
         description: &str,
         revision: Option<u64>,
     ) -> Result<Written<()>> {
-        let what = format!("floating IP {id}");
-        let result = self
-            .call("network", "floatingip_update", &what, |s| async move {
-                floating_ips::set_description(&s, id, description, revision).await
-            })
-            .await;
-        stale_to_written(result)
+        self.update_floating_ip(id, json!({ "description": description }), revision).await
     }
 
     async fn add_floating_ip_tags(&self, id: &str, tags: &[String]) -> Result<()> {
@@ -288,5 +278,24 @@ impl LoadBalancing for OpenStack {
             .await?;
         let fixed = ports.into_iter().flat_map(|p| p.fixed_ips);
         Ok(fixed.filter(|f| f.ip_address == address).map(|f| f.subnet_id).next())
+    }
+}
+
+impl OpenStack {
+    /// One guarded floating IP update (`floatingip_update`): a 412 is [`Written::Stale`].
+    async fn update_floating_ip(
+        &self,
+        id: &str,
+        fields: Value,
+        revision: Option<u64>,
+    ) -> Result<Written<()>> {
+        let what = format!("floating IP {id}");
+        let fields = &fields;
+        let result = self
+            .call("network", "floatingip_update", &what, |s| async move {
+                floating_ips::update(&s, id, fields, revision).await
+            })
+            .await;
+        stale_to_written(result)
     }
 }
