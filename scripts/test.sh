@@ -111,8 +111,10 @@ else
   step "real Kubernetes: smoke test"
   scripts/kube/smoke.sh "$kube_env"
   scripts/kube-up.sh --status
+  step "upstream's CCM for the hand-back test: scripts/upstream-occm.sh (built once per machine)"
+  upstream_occm=$(scripts/upstream-occm.sh)
   step "real OpenStack and Kubernetes: the Rust tests that need them"
-  export CCM_OPENSTACK_ENV=$env_file CCM_KUBE_ENV=$kube_env
+  export CCM_OPENSTACK_ENV=$env_file CCM_KUBE_ENV=$kube_env CCM_UPSTREAM_OCCM=$upstream_occm
   inventory=target/openstack-inventory-before-tests.json
   scripts/openstack/inventory.py save "$inventory" --env "$env_file"
   cargo nextest run --workspace --locked --no-fail-fast --run-ignored only --no-tests=pass \

@@ -16,6 +16,7 @@ mod member_hold;
 mod oracle;
 mod proxy;
 mod real_kube_bootstrap;
+mod real_kube_hand_back;
 mod real_kube_leader;
 mod real_kube_metrics_auth;
 mod real_kube_nodes;

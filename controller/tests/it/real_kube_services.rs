@@ -13,15 +13,35 @@ use testkit::stack::StackEnv;
 use crate::load_balancer::{FINALIZER, clouds_conf, lb_list, node, until};
 use crate::support::{Process, start_with_kubeconfig};
 
-/// The test's Node, its Service's finalizer and its load balancers, undone when dropped (a
-/// failed test leaves neither a Service the namespace cannot lose nor an Octavia tree).
-struct Cleanup {
+/// The test's Node, its Service's finalizer, its load balancers and floating IPs, undone when
+/// dropped (a failed test leaves neither a Service the namespace cannot lose nor an Octavia
+/// tree nor an address).
+pub(crate) struct Cleanup {
     stack: KubeStack,
     env: StackEnv,
     node: String,
     service: (String, String),
-    /// `kube_service_<cluster>_`: the start of the name of every load balancer of the CCM.
-    prefix: String,
+    /// The CCM's `--cluster-name`, in every load balancer's name and floating IP's description.
+    cluster: String,
+}
+
+impl Cleanup {
+    /// For Node `node`, Service `ns/web` and the load balancers of cluster `cluster`.
+    pub(crate) fn new(
+        stack: &KubeStack,
+        env: &StackEnv,
+        node: &str,
+        ns: &str,
+        cluster: &str,
+    ) -> Self {
+        Cleanup {
+            stack: stack.clone(),
+            env: env.clone(),
+            node: node.to_owned(),
+            service: (ns.to_owned(), "web".to_owned()),
+            cluster: cluster.to_owned(),
+        }
+    }
 }
 
 impl Drop for Cleanup {
@@ -46,17 +66,23 @@ impl Drop for Cleanup {
         kubectl(&["delete", "node", &self.node, "--ignore-not-found", "--wait=false"]);
         let script = self.env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py");
         // Every load balancer this CCM made, also for another test's Service (it serves every
-        // Service of the cluster): their names start with its cluster's.
-        let listed = std::process::Command::new(script).arg("loadbalancer-list").output();
-        let lbs: Value = listed
-            .ok()
-            .and_then(|out| serde_json::from_slice(&out.stdout).ok())
-            .unwrap_or(Value::Null);
-        for lb in lbs.as_array().into_iter().flatten() {
-            let ours = lb["name"].as_str().is_some_and(|n| n.starts_with(&self.prefix));
-            if let (true, Some(id)) = (ours, lb["id"].as_str()) {
-                let _ =
-                    std::process::Command::new(script).args(["loadbalancer-delete", id]).status();
+        // Service of the cluster): their names start with its cluster's. Then the floating IPs
+        // a CCM described for the cluster (one that upstream's leaves, say).
+        let prefix = format!("kube_service_{}_", self.cluster);
+        let kinds = [("loadbalancer", "name", prefix.as_str()), ("floating-ip", "description", "")];
+        for (kind, field, start) in kinds {
+            let listed = std::process::Command::new(script).arg(format!("{kind}-list")).output();
+            let objects: Value = listed
+                .ok()
+                .and_then(|out| serde_json::from_slice(&out.stdout).ok())
+                .unwrap_or(Value::Null);
+            for object in objects.as_array().into_iter().flatten() {
+                let text = object[field].as_str().unwrap_or_default();
+                let ours = text.starts_with(start) && text.contains(&self.cluster);
+                if let (true, Some(id)) = (ours, object["id"].as_str()) {
+                    let delete = format!("{kind}-delete");
+                    let _ = std::process::Command::new(script).args([delete.as_str(), id]).status();
+                }
             }
         }
     }
@@ -105,13 +131,7 @@ async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_l
     let cluster = unique("svc").replace('-', "");
     let load_balancer = format!("kube_service_{cluster}_{ns}_web");
     let node_name = unique("occm-member");
-    let _cleanup = Cleanup {
-        stack: stack.clone(),
-        env: env.clone(),
-        node: node_name.clone(),
-        service: (ns.clone(), "web".to_owned()),
-        prefix: format!("kube_service_{cluster}_"),
-    };
+    let _cleanup = Cleanup::new(&stack, &env, &node_name, &ns, &cluster);
     let audit = stack.audit();
     stack.create(&node(&node_name, "10.0.0.231").to_string());
     // Its nodePort is the real server's to allocate.
@@ -138,6 +158,10 @@ async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_l
     let [lb] = lbs.as_array().unwrap().as_slice() else { panic!("one load balancer: {lbs}") };
     assert_eq!(lb["provisioning_status"], "ACTIVE");
     assert_eq!(lb["vip_address"], ingress.as_str());
+    // Its ID on the Service, as upstream writes it (migrate-load-balancers reads the cluster
+    // name off the load balancer it names).
+    let annotation = &svc["metadata"]["annotations"]["loadbalancer.openstack.org/load-balancer-id"];
+    assert_eq!(annotation, &lb["id"], "{svc}");
     let node_port = svc["spec"]["ports"][0]["nodePort"].as_u64().expect("a nodePort");
     let member = json!(format!("10.0.0.231:{node_port}"));
     let members = lb["pools"][0]["members"].as_array().unwrap();

@@ -34,7 +34,12 @@ pub(crate) struct Process {
 
 impl Process {
     pub(crate) fn start(args: &[String]) -> Process {
-        let mut child = Command::new(process_bin())
+        Process::start_program(&process_bin(), args)
+    }
+
+    /// [`Process::start`] of another controller manager's binary (upstream's).
+    pub(crate) fn start_program(program: &std::ffi::OsStr, args: &[String]) -> Process {
+        let mut child = Command::new(program)
             .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
