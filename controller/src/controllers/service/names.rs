@@ -147,6 +147,18 @@ mod tests {
     }
 
     #[test]
+    fn our_floating_ips_are_described_so_that_upstreams_ccm_releases_them() {
+        // Upstream's deleteFIPIfCreatedByProvider: regexp.Match of this text on the description.
+        let upstream_releases = |d: &str| d.contains("Floating IP for Kubernetes external service");
+        assert!(upstream_releases(&upstream_floating_ip("c", "ns", "web")));
+        assert_eq!(
+            upstream_floating_ip("c", "ns", "web"),
+            "Floating IP for Kubernetes external service ns/web from cluster c"
+        );
+        assert!(!upstream_releases(&earlier_floating_ip("kube_service_c_ns_web")));
+    }
+
+    #[test]
     fn the_in_tree_name_is_a_and_the_uid_without_dashes_cut_to_32() {
         assert_eq!(
             in_tree("6f1e0b9a-5d2c-4c8e-9f00-1234567890ab"),
