@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use osauth::common::IdOrName;
@@ -30,6 +30,9 @@ pub(crate) enum Identity {
     ApplicationCredential { credential: IdOrName, user_id: Option<String>, secret: SecretString },
 }
 
+/// How soon a renewal that Keystone did not answer is tried again, while the token lives.
+const RETRY: Duration = Duration::from_secs(10);
+
 /// A project, and its domain.
 pub(crate) type Scope = (IdOrName, Option<IdOrName>);
 
@@ -50,6 +53,8 @@ struct Cached {
     catalog: Vec<Service>,
     expires_at: Timestamp,
     renew_at: Instant,
+    /// When it expires, by our monotonic clock.
+    valid_until: Instant,
 }
 
 impl fmt::Debug for Keystone {
@@ -117,7 +122,9 @@ impl Keystone {
         json!({"auth": auth})
     }
 
-    /// Runs `f` on a token not yet due for renewal, logging in first when there is none.
+    /// Runs `f` on a token not yet due for renewal, logging in first when there is none. A
+    /// renewal that fails but for a refusal (Keystone down, a timeout) keeps the token while it
+    /// lives and is tried again [`RETRY`] later: renewing at half the lifetime leaves that time.
     async fn with_token<T>(
         &self,
         client: &Client,
@@ -129,8 +136,21 @@ impl Keystone {
         }
         let mut cache = self.cache.write().await;
         // Another call may have logged in while this one waited.
-        if cache.as_ref().filter(fresh).is_none() {
-            self.login(client, &mut cache).await?;
+        if cache.as_ref().filter(fresh).is_none()
+            && let Err(error) = self.login(client, &mut cache).await
+        {
+            let refused =
+                matches!(error.kind(), ErrorKind::AuthenticationFailed | ErrorKind::AccessDenied);
+            match cache.as_mut().filter(|c| !refused && Instant::now() < c.valid_until) {
+                Some(cached) => {
+                    cached.renew_at = Instant::now() + RETRY;
+                    tracing::warn!(
+                        %error, retry_in = ?RETRY,
+                        "cannot renew the Keystone token; the current one is used while it lives"
+                    );
+                }
+                None => return Err(error),
+            }
         }
         Ok(f(cache.as_ref().expect("a login leaves a token")))
     }
@@ -148,6 +168,7 @@ impl Keystone {
         let validity = token.validity()?;
         let previous = cache.as_ref().map(|c| c.expires_at);
         let renew_at = renewal::renew_at(validity, received.0, received.1, previous);
+        let valid_until = received.0 + renewal::lifetime(validity, received.1);
         tracing::debug!(
             expires_at = %validity.expires_at,
             renew_in = ?renew_at.saturating_duration_since(received.0),
@@ -158,6 +179,7 @@ impl Keystone {
             catalog: token.catalog,
             expires_at: validity.expires_at,
             renew_at,
+            valid_until,
         });
         self.logins.fetch_add(1, Ordering::SeqCst);
         Ok(())

@@ -21,20 +21,23 @@ pub(crate) struct Validity {
     pub(crate) expires_at: Timestamp,
 }
 
+/// How long a token received when our wall clock said `now` lives. Read on Keystone's clock
+/// alone (`issued_at` to `expires_at`), so a clock here that is off changes nothing; without
+/// `issued_at`, it is what our clock says is left.
+pub(crate) fn lifetime(validity: Validity, now: Timestamp) -> Duration {
+    let issued = validity.issued_at.unwrap_or(now);
+    Duration::try_from(validity.expires_at.duration_since(issued)).unwrap_or(Duration::ZERO)
+}
+
 /// When to renew a token received at `received` (`now` by the wall clock, at that moment).
 /// `previous` is the expiry of the token it replaces, if any.
-///
-/// Its lifetime is read on Keystone's clock alone (`issued_at` to `expires_at`), so a clock here
-/// that is off changes nothing; without `issued_at`, it is what our clock says is left.
 pub(crate) fn renew_at(
     validity: Validity,
     received: Instant,
     now: Timestamp,
     previous: Option<Timestamp>,
 ) -> Instant {
-    let issued = validity.issued_at.unwrap_or(now);
-    let lifetime =
-        Duration::try_from(validity.expires_at.duration_since(issued)).unwrap_or(Duration::ZERO);
+    let lifetime = lifetime(validity, now);
     // A token got by a token login expires with the token it came from: renewing it again
     // gains nothing, so it is used until it expires or is refused.
     if previous.is_some_and(|before| validity.expires_at <= before) {

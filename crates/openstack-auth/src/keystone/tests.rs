@@ -1,16 +1,18 @@
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, StatusCode};
 
 use super::*;
 
-/// A Keystone on loopback that issues tokens `tok-1`, `tok-2`, … living `lifetime` seconds,
-/// with a catalog pointing at itself, and refuses the password `wrong`.
+/// A Keystone on loopback that issues tokens `tok-<n>` (the n-th login asked for) living
+/// `lifetime` seconds, with a catalog pointing at itself, refuses the password `wrong`, and
+/// answers 503 while `down`.
 struct FakeKeystone {
     url: String,
     logins: Arc<AtomicUsize>,
     bodies: Arc<Mutex<Vec<Value>>>,
+    down: Arc<AtomicBool>,
 }
 
 impl FakeKeystone {
@@ -19,7 +21,8 @@ impl FakeKeystone {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let logins = Arc::new(AtomicUsize::new(0));
         let bodies = Arc::new(Mutex::new(Vec::new()));
-        let (count, seen, base) = (logins.clone(), bodies.clone(), url.clone());
+        let down = Arc::new(AtomicBool::new(false));
+        let (count, seen, base, off) = (logins.clone(), bodies.clone(), url.clone(), down.clone());
         let app = axum::Router::new().route(
             "/identity/v3/auth/tokens",
             axum::routing::post(move |body: axum::body::Bytes| {
@@ -29,6 +32,9 @@ impl FakeKeystone {
                 let base = base.clone();
                 async move {
                     let password = &body["auth"]["identity"]["password"]["user"]["password"];
+                    if off.load(Ordering::SeqCst) {
+                        return (StatusCode::SERVICE_UNAVAILABLE, HeaderMap::new(), "{}".to_owned());
+                    }
                     if password == "wrong" {
                         return (StatusCode::UNAUTHORIZED, HeaderMap::new(), "{}".to_owned());
                     }
@@ -50,7 +56,7 @@ impl FakeKeystone {
             }),
         );
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeKeystone { url, logins, bodies }
+        FakeKeystone { url, logins, bodies, down }
     }
 
     fn logins(&self) -> usize {
@@ -97,6 +103,33 @@ async fn a_token_due_for_renewal_is_renewed_by_the_next_call() {
     assert_eq!(token_of(&keystone, &client).await, "tok-1");
     assert_eq!(token_of(&keystone, &client).await, "tok-2");
     assert_eq!(fake.logins(), 2);
+}
+
+/// Makes the token in use due for renewal now.
+async fn due(keystone: &Keystone) {
+    keystone.cache.write().await.as_mut().expect("a token").renew_at = Instant::now();
+}
+
+#[tokio::test]
+async fn keystone_down_at_renewal_keeps_the_living_token_and_tries_again_later() {
+    let fake = FakeKeystone::start(300).await;
+    let (keystone, client) = (fake.keystone("secret"), Client::new());
+    assert_eq!(token_of(&keystone, &client).await, "tok-1");
+    due(&keystone).await;
+    fake.down.store(true, Ordering::SeqCst);
+    assert_eq!(token_of(&keystone, &client).await, "tok-1", "it still lives");
+    assert_eq!(token_of(&keystone, &client).await, "tok-1");
+    assert_eq!(fake.logins(), 2, "one failed renewal, the next one only after RETRY");
+    fake.down.store(false, Ordering::SeqCst);
+    due(&keystone).await;
+    assert_eq!(token_of(&keystone, &client).await, "tok-3");
+    // A token past its life is not kept: the failure is the call's.
+    fake.down.store(true, Ordering::SeqCst);
+    due(&keystone).await;
+    keystone.cache.write().await.as_mut().unwrap().valid_until = Instant::now();
+    let request = client.get("http://127.0.0.1:9/");
+    let err = keystone.authenticate(&client, request).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InternalServerError, "{err}");
 }
 
 #[tokio::test]
