@@ -716,12 +716,24 @@ async fn an_unchanged_service_costs_one_read_per_resync_and_a_hand_edit_is_still
     ingress_ip(&fake, &process, "shop", "steady").await;
     let count = async |operation: &str| requests(port, "load-balancer", operation).await;
 
-    // Resyncs of a Service where nothing changed: each is one lookup by name, no tree read.
-    // A tree read starts with its listener list.
-    let (lookups, trees) = (count("loadbalancer_list").await, count("listener_list").await);
+    // Resyncs of a Service where nothing changed: each is one lookup, by the ID of the
+    // load-balancer-id annotation, and no tree read. A tree read starts with its listener list.
+    let svc = fake.get("v1", "services", "shop", "steady").unwrap();
+    let id = &svc["metadata"]["annotations"]["loadbalancer.openstack.org/load-balancer-id"];
+    assert_eq!(id, &lb_list(&env, &name).await[0]["id"], "{svc}");
+    // Every sixth reconcile reads everything anyway (converged::FULL_EVERY), and the reconciles
+    // the Service's own writes start count too: the window opens right after such a full one.
+    let first = count("listener_list").await;
+    until("a full reconcile", &process, async || {
+        (count("listener_list").await > first).then_some(())
+    })
+    .await;
+    let (by_name, trees) = (count("loadbalancer_list").await, count("listener_list").await);
+    let lookups = count("loadbalancer_get").await;
     tokio::time::sleep(Duration::from_secs(7)).await;
-    let resyncs = count("loadbalancer_list").await - lookups;
+    let resyncs = count("loadbalancer_get").await - lookups;
     assert!(resyncs >= 2, "{resyncs} resyncs in 7 s at a 2 s period:\n{}", process.log());
+    assert_eq!(count("loadbalancer_list").await, by_name, "a resync looked it up by name");
     assert_eq!(count("listener_list").await, trees, "a resync read the whole tree");
 
     // A member deleted by hand moves the load balancer's updated_at: the next resync reads the

@@ -178,17 +178,6 @@ async fn named<L: LoadBalancing>(cloud: &L, service: &ServiceId<'_>, name: &str)
     })
 }
 
-/// Whether `load-balancer-id` must be written for the Service's own `lb`: it is not named as
-/// ours (the in-tree provider's name), so the annotation is how it is found from then on.
-pub(crate) fn needs_annotation(
-    lb: &LoadBalancer,
-    service: &ServiceId<'_>,
-    annotated: Option<&str>,
-) -> bool {
-    lb.name != names::load_balancer(service.cluster, service.namespace, service.name)
-        && annotated != Some(lb.id.as_str())
-}
-
 /// The clusters whose controllers' descriptions count as marks for the Service: its own, and
 /// upstream's default.
 fn clusters<'a>(service: &ServiceId<'a>) -> impl Iterator<Item = &'a str> {

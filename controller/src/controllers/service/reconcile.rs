@@ -171,7 +171,7 @@ fn settings<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) -> Res
         .map_err(Error::Settings)
 }
 
-/// Writes `load-balancer-id` on the Service (its load balancer has the in-tree name).
+/// Writes `load-balancer-id` on the Service: the ID of its own load balancer.
 async fn write_load_balancer_id<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
@@ -241,10 +241,12 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     if stale && let Some(gone) = annotated {
         clear_load_balancer_id(service, ctx, gone).await?;
     }
+    let annotated = annotated.filter(|_| !stale);
     if let Found::Own(lb, _) = &found
-        && ownership::needs_annotation(lb, &id, annotated.filter(|_| !stale))
+        && annotated != Some(lb.id.as_str())
     {
-        // Named by the in-tree provider: from now on found by its ID, as upstream does.
+        // Found by its ID from now on, as upstream does: through any rename (the in-tree
+        // name, migrate-load-balancers), and by migrate-load-balancers for our tags' cluster.
         write_load_balancer_id(service, ctx, &lb.id).await?;
     }
     if let Found::Own(lb, _) | Found::Shared(lb) = &found
@@ -260,7 +262,9 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
         }
         Found::Own(lb, Maker::Us) if lb.provisioning_status == ERROR => {
             let spec = with_vip(ctx, spec.clone(), &backends).await?;
-            (recreate(service, ctx, lb, &id, &settings, &spec).await?, true, true)
+            let lb = recreate(service, ctx, lb, &id, &settings, &spec).await?;
+            write_load_balancer_id(service, ctx, &lb.id).await?;
+            (lb, true, true)
         }
         Found::Own(lb, maker) => {
             let turn = ctx.turns.take(&lb.id).await;
@@ -281,7 +285,9 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
         }
         Found::Nothing => {
             let spec = with_vip(ctx, spec.clone(), &backends).await?;
-            (create(service, ctx, &spec).await?, true, true)
+            let lb = create(service, ctx, &spec).await?;
+            write_load_balancer_id(service, ctx, &lb.id).await?;
+            (lb, true, true)
         }
     };
     // With no eligible node, the group stays on the ports it is on (`hold`).
