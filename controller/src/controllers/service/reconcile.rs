@@ -293,7 +293,8 @@ async fn ensure<L: LoadBalancing>(service: &Service, ctx: &ServiceContext<L>) ->
     // With no eligible node, the group stays on the ports it is on (`hold`).
     if ctx.manage_security_groups && !keep_members {
         let owner = security_group::Owner { service: &id, load_balancer: &spec.name };
-        security_group::ensure(ctx.cloud.as_ref(), owner, &ports, &ranges, &backends).await?;
+        security_group::ensure(ctx.cloud.as_ref(), owner, Some(&lb), &ports, &ranges, &backends)
+            .await?;
     }
     let public = if own {
         floating::ensure(ctx.cloud.as_ref(), &lb, &id, &settings, requested).await?

@@ -20,7 +20,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::desired::{Backend, Port, ServiceId};
 use super::{Error, Result, names, ownership};
-use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::LoadBalancer;
 use crate::cloud::revision::{self, Written};
 use crate::cloud::security_groups::{MemberPort, RuleSpec, SecurityGroup, SecurityGroups};
@@ -115,43 +114,9 @@ pub(crate) fn rules(ports: &[Port], prefixes: &BTreeSet<String>) -> BTreeSet<Rul
 }
 
 /// The group exists with exactly [`rules`], on exactly the members' ports, for the load
-/// balancer the Service's own name (or, adopted from the in-tree provider, its name) finds.
-pub(crate) async fn ensure<L: LoadBalancing>(
-    cloud: &L,
-    owner: Owner<'_>,
-    ports: &[Port],
-    source_ranges: &[String],
-    members: &[Backend],
-) -> Result<()> {
-    let serving = own_load_balancer(cloud, owner).await?;
-    ensure_for(cloud, owner, serving.as_ref(), ports, source_ranges, members).await
-}
-
-/// The Service's own load balancer, for its provider and VIP subnet: by the Service's name, or
-/// by the in-tree provider's that one adopted from it keeps; only one of ours (by then the
-/// reconcile has tagged it). `None` for a shared one (the Service reaches it through its
-/// `load-balancer-id`, which is not seen here): the rules are then [`Traffic::FromClients`]'s.
-async fn own_load_balancer<L: LoadBalancing>(
-    cloud: &L,
-    owner: Owner<'_>,
-) -> Result<Option<LoadBalancer>> {
-    let uid = owner.service.uid;
-    let in_tree = (!uid.is_empty()).then(|| names::in_tree(uid));
-    for name in std::iter::once(owner.load_balancer.to_owned()).chain(in_tree) {
-        let doing = format!("looking up load balancer {name:?} (its provider)");
-        let found = cloud.load_balancers_named(&name).await.map_err(Error::cloud(doing))?;
-        let ours = found
-            .into_iter()
-            .find(|lb| names::is_ours(&lb.tags) && lb.provisioning_status != "PENDING_DELETE");
-        if ours.is_some() {
-            return Ok(ours);
-        }
-    }
-    Ok(None)
-}
-
-/// [`ensure`] for the load balancer `serving` (`None`: not known).
-pub(crate) async fn ensure_for<C: SecurityGroups>(
+/// balancer `serving` (its provider and VIP subnet; `None`: not known, the rules are then
+/// [`Traffic::FromClients`]'s).
+pub(crate) async fn ensure<C: SecurityGroups>(
     cloud: &C,
     owner: Owner<'_>,
     serving: Option<&LoadBalancer>,

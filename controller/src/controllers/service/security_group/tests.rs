@@ -396,7 +396,7 @@ async fn upstreams_group_behind_an_amphora_is_taken_over_with_its_member_subnet_
         let cloud = upstream_layout();
         let lb = amphora("subnet");
         let node_ports = [port("TCP", 30080)];
-        ensure_for(&cloud, owner, Some(&lb), &node_ports, &ranges, &members).await.unwrap();
+        ensure(&cloud, owner, Some(&lb), &node_ports, &ranges, &members).await.unwrap();
         let state = cloud.state.lock().unwrap();
         // Not widened to everyone (nor to the source ranges, which the listener applies):
         // no rule written at all, only our tags.
@@ -413,7 +413,7 @@ async fn behind_an_amphora_on_another_subnet_the_vip_subnet_is_let_in_too() {
     let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
     let lb = amphora("vip-subnet");
     let node_ports = [port("TCP", 30080)];
-    ensure_for(&cloud, owner, Some(&lb), &node_ports, &[], &[member("10.0.0.5")]).await.unwrap();
+    ensure(&cloud, owner, Some(&lb), &node_ports, &[], &[member("10.0.0.5")]).await.unwrap();
     let state = cloud.state.lock().unwrap();
     let ours = state.groups.iter().find(|g| g.name == "lb-sg-u1-shop-web").unwrap();
     let mut got: Vec<&str> = state
@@ -495,7 +495,7 @@ async fn the_in_tree_layout_moves_to_ours_without_a_moment_where_the_node_port_i
     cloud.state.lock().unwrap().tag_interloper = Some("set-by-someone-else".into());
     // Every write checks that the NodePort is let in (the fake asserts it).
     let lb = amphora("subnet");
-    ensure_for(&cloud, owner, Some(&lb), &[port("TCP", 30080)], &[], &members).await.unwrap();
+    ensure(&cloud, owner, Some(&lb), &[port("TCP", 30080)], &[], &members).await.unwrap();
     let log = {
         let state = cloud.state.lock().unwrap();
         let ports: Vec<(&str, &[String])> =
@@ -522,7 +522,7 @@ async fn the_in_tree_layout_moves_to_ours_without_a_moment_where_the_node_port_i
     };
 
     // Taken over: the next ensure writes nothing.
-    ensure_for(&cloud, owner, Some(&lb), &[port("TCP", 30080)], &[], &members).await.unwrap();
+    ensure(&cloud, owner, Some(&lb), &[port("TCP", 30080)], &[], &members).await.unwrap();
     assert_eq!(cloud.state.lock().unwrap().log.len(), log);
 }
 
@@ -578,9 +578,7 @@ async fn a_port_changed_by_another_writer_is_read_again_and_keeps_both_groups() 
     let cloud = member_with_its_node_group(Some("another-service"));
     let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
     let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
-    ensure_for(&cloud, owner, None, &[port("TCP", 30080)], &[], &[member("10.0.0.5")])
-        .await
-        .unwrap();
+    ensure(&cloud, owner, None, &[port("TCP", 30080)], &[], &[member("10.0.0.5")]).await.unwrap();
     let state = cloud.state.lock().unwrap();
     let ours = state.groups.iter().find(|g| g.name == "lb-sg-u1-shop-web").unwrap();
     let member = state.ports.iter().find(|p| p.0 == "member").unwrap();
