@@ -9,7 +9,7 @@
 //!
 //! Each Service's load balancer is found by its `load-balancer-id` annotation first, then by
 //! name; the cluster name comes from our owner tag on those load balancers
-//! ([`cluster`]) unless `--cluster-name` is given, and a given one that disagrees with the tags
+//! (`migrate/cluster.rs`) unless `--cluster-name` is given, and a given one that disagrees with the tags
 //! refuses the run before any change (exit 2). A Service with an address whose load balancer
 //! is not found fails the run (exit 1): the in-tree provider would make it a second one.
 
