@@ -38,8 +38,8 @@ enum Method {
 }
 
 /// Authenticates once and returns a session bound to region, interface and endpoint overrides;
-/// it renews its token itself ([`crate::keystone`]). Each request is bounded by `timeout` (plus a margin: callers bound their calls themselves,
-/// and can then say it was a timeout).
+/// it renews its token itself (`keystone.rs`). Each request is bounded by `timeout` (plus a
+/// margin: callers bound their calls themselves, and can then say it was a timeout).
 pub async fn connect(credentials: &Credentials, timeout: Duration) -> Result<Session, Error> {
     let invalid = Error::Credentials;
     let c = credentials;

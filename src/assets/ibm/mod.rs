@@ -1,13 +1,13 @@
 //! What IBM Cloud VPC and PowerVS share, owned by neither: the g2 cloud config writer
-//! ([`cloud_conf`]), the API key and the account it belongs to ([`access`], [`iam`]), the VPC
-//! regions and their zones ([`regions`]), and the IBM CCM both platforms run ([`CCM`]).
+//! (`cloud_conf`), the API key and the account it belongs to (`access`, `iam`), the VPC
+//! regions and their zones (`regions`), and the IBM CCM both platforms run ([`CCM`]).
 //!
 //! ```text
 //!  ibmcloud ─┐
 //!            ├─ ibm: cloud_conf, access → iam (account ID), regions, CCM
 //!  powervs ──┘
 //! ```
-//! Everything here is pure but [`access`] and [`iam::online`]: the CLI reads the environment
+//! Everything here is pure but `access` and `iam::online`: the CLI reads the environment
 //! and asks IAM for the account before the graph runs, so the account is part of
 //! `cloud-access`.
 

@@ -7,7 +7,7 @@
 //!                 └─ infrastructure
 //! ```
 //! What PowerVS runs too (the `cloud_conf` writer, the account, the regions, the CCM) is in
-//! [`super::ibm`]. Everything here is pure but [`endpoints`]: the CLI checks the endpoint
+//! [`super::ibm`]. Everything here is pure but `endpoints`: the CLI checks the endpoint
 //! overrides and asks IAM for the account before the graph runs.
 
 mod endpoints;
