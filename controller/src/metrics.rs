@@ -10,7 +10,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::controllers::ControllerName;
+use crate::controllers::name::ControllerName;
 
 /// Labels of one OpenStack call; values are fixed strings, never object data.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -13,41 +13,9 @@ use serde_json::{Value, json};
 
 use crate::page::page;
 use crate::selector::{LabelSelector, fields_match};
+use crate::target::parse_path;
 use crate::watch::{WatchQuery, watch_response};
-use crate::{Failure, ObjectKey, PatchType, Request, Resource, Shared, discovery, publish};
-
-/// The parsed path: `/api/v1[/namespaces/{ns}]/{plural}[/{name}[/{sub}]]` or `/apis/{g}/{v}/…`.
-pub(crate) struct Target {
-    pub(crate) resource: Resource,
-    pub(crate) namespace: Option<String>,
-    pub(crate) name: Option<String>,
-    pub(crate) subresource: Option<String>,
-}
-
-fn parse_path(path: &str) -> Option<Target> {
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (api_version, rest) = match parts.as_slice() {
-        ["api", version, rest @ ..] => ((*version).to_owned(), rest),
-        ["apis", group, version, rest @ ..] => (format!("{group}/{version}"), rest),
-        _ => return None,
-    };
-    let (namespace, rest) = match rest {
-        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some((*ns).to_owned()), rest),
-        _ => (None, rest),
-    };
-    let (plural, name, subresource) = match rest {
-        [plural] => (plural, None, None),
-        [plural, name] => (plural, Some(*name), None),
-        [plural, name, sub] => (plural, Some(*name), Some(*sub)),
-        _ => return None,
-    };
-    Some(Target {
-        resource: Resource { api_version, plural: (*plural).to_owned() },
-        namespace,
-        name: name.map(str::to_owned),
-        subresource: subresource.map(str::to_owned),
-    })
-}
+use crate::{Failure, ObjectKey, PatchType, Request, Shared, discovery, publish};
 
 fn json_response(code: u16, body: &Value) -> Response {
     Response::builder()

@@ -29,6 +29,7 @@ mod page;
 mod patch;
 mod selector;
 mod store;
+mod target;
 mod watch;
 
 use std::net::SocketAddr;

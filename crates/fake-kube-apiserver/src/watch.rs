@@ -11,8 +11,8 @@ use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::handler::Target;
 use crate::selector::{LabelSelector, fields_match};
+use crate::target::Target;
 use crate::{Event, Failure, Shared, Store};
 
 /// What a watch request asked for.

@@ -10,7 +10,7 @@
 
 use regex::Regex;
 
-use super::annotations::FloatingSubnet;
+use crate::config::FloatingSubnet;
 
 /// A parsed `floating-subnet` / `floating-subnet-tags` pair.
 #[derive(Debug, Clone)]
