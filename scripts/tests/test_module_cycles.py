@@ -27,9 +27,13 @@ def crate(test, files):
 
 
 def run(root):
+    return run_args([root])
+
+
+def run_args(args):
     out = io.StringIO()
     with redirect_stdout(out):
-        code = cycles.main([root])
+        code = cycles.main(args)
     return code, out.getvalue()
 
 
@@ -81,6 +85,24 @@ class ModuleCycles(unittest.TestCase):
         code, out = run(root)
         self.assertEqual(code, 1, out)
         self.assertIn('other, top::x', out)
+
+    def test_known_circles_pass_a_new_one_fails_and_a_gone_one_must_be_dropped(self):
+        root = crate(self, {
+            'lib.rs': 'mod a;\nmod b;\nmod c;\n',
+            'a.rs': 'use crate::b::B;\n',
+            'b.rs': 'use crate::a::A;\n',
+            'c.rs': '',
+        })
+        known = os.path.join(root, 'known')
+        with open(known, 'w') as f:
+            f.write('# left to undo\n%s: a, b, c\n' % root)
+        self.assertEqual(run_args(['--known', known, root]), (0, ''))
+        with open(known, 'w') as f:
+            f.write('%s: a, c\n' % root)
+        code, out = run_args(['--known', known, root])
+        self.assertEqual(code, 1)
+        self.assertIn('circle of 2: a, b', out)
+        self.assertIn('gone, drop it from the known circles: a, c', out)
 
 
 if __name__ == '__main__':
