@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::field::{FieldError, Path};
-use super::platforms::required;
+use super::rules::required;
 use crate::installconfig::types::{AzureCloudName, AzurePlatform};
 
 /// At most this many `userTags` (openshift/api's limit).

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::field::{FieldError, Path};
-use super::platforms::{Names, required, service_endpoints};
+use super::rules::{Names, required, service_endpoints};
 use crate::installconfig::types::{CredentialsMode, GcpPlatform};
 
 /// At most this many `userLabels` (openshift/api's limit).

@@ -13,6 +13,7 @@ mod nutanix;
 mod openstack;
 mod platforms;
 mod powervs;
+mod rules;
 mod uri;
 mod vips;
 mod vsphere;

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use serde_json::Value;
 
 use super::field::{FieldError, Path};
-use super::platforms::{load_balancer_type, required};
+use super::rules::{load_balancer_type, required};
 use crate::installconfig::types::{NutanixPlatform, PrismEndpoint};
 
 /// At most this many subnets (the installer's limit).

@@ -7,7 +7,7 @@
 //! which changes from run to run; they are sorted here.
 
 use super::field::{FieldError, Path};
-use super::platforms::{Names, service_endpoints};
+use super::rules::{Names, service_endpoints};
 use crate::installconfig::types::PowerVsPlatform;
 
 /// Every PowerVS zone the installer knows, with its region, sorted by zone.

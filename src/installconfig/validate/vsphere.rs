@@ -49,7 +49,7 @@ pub(crate) fn check(p: &VspherePlatform, path: &Path) -> Vec<FieldError> {
             errs.extend(node_networking(p, spec, &at.child(side)));
         }
     }
-    errs.extend(super::platforms::load_balancer_type(p.load_balancer.as_ref(), path));
+    errs.extend(super::rules::load_balancer_type(p.load_balancer.as_ref(), path));
     errs
 }
 
