@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build upstream's openstack-cloud-controller-manager (k8s.io/cloud-provider-openstack, the
 # release pinned below) once per machine, for the tests that hand a Service back to it
-# (controller/tests/it/hand_back.rs, issue 36 item 3b). The release's own module is built as
+# (controller/tests/it/real_kube_hand_back.rs, issue 36 item 3b). The release's own module is built as
 # its own main module, with its own go.mod and go.sum (its `replace` lines are why `go install
 # …@version` refuses it), with the flags of its Makefile's build target: `-w -s`, CGO off, the
 # version stamped in.
@@ -21,22 +21,12 @@ OCCM_VERSION=v1.36.0
 MODULE=k8s.io/cloud-provider-openstack
 
 STACK=upstream-occm
-log() { printf '[%s] %s\n' "$STACK" "$*" >&2; }
-die() {
-  printf '%s: ERROR: %s\n' "$STACK" "$*" >&2
-  exit 1
-}
+# shellcheck source=scripts/lib/services.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/services.sh" # log, die
+# shellcheck source=scripts/lib/build.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 
-force=""
-case ${1:-} in
---force) force=1 ;;
-"") ;;
--h | --help)
-  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-  exit 0
-  ;;
-*) die "unknown argument '$1' (see --help)" ;;
-esac
+build_args "$@"
 
 if [ -z "${OCCM_CACHE_DIR:-}" ]; then
   if [ -n "${XDG_CACHE_HOME:-}" ]; then

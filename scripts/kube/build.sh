@@ -18,16 +18,9 @@ set -euo pipefail
 # shellcheck source=scripts/kube/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-force=""
-case ${1:-} in
---force) force=1 ;;
-"") ;;
--h | --help)
-  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-  exit 0
-  ;;
-*) die "unknown argument '$1' (see --help)" ;;
-esac
+# shellcheck source=scripts/lib/build.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/build.sh"
+build_args "$@"
 
 command -v go >/dev/null || die "no go on PATH (Go >= 1.26 is needed to build $KUBE_VERSION)"
 cache=$KUBE_CACHE_DIR/$KUBE_VERSION
