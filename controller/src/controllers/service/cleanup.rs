@@ -7,9 +7,10 @@ use kube::ResourceExt;
 use kube::runtime::events::EventType;
 use serde_json::json;
 
+use super::converge::{Target, converge};
 use super::desired::ServiceId;
 use super::ownership::{self, Found};
-use super::reconcile::{Target, converge, write_ingress};
+use super::service_api::write_ingress;
 use super::{
     Error, Result, ServiceContext, annotations, diff, floating, names, security_group, vip_port,
     wait,

@@ -9,9 +9,11 @@
 
 pub(crate) mod annotations;
 mod cleanup;
+mod converge;
 pub(crate) mod converged;
 pub(crate) mod desired;
 pub(crate) mod diff;
+mod ensure;
 pub(crate) mod floating;
 mod floating_subnet;
 mod hold;
@@ -22,6 +24,7 @@ pub(crate) mod ownership;
 pub(crate) mod reconcile;
 pub(crate) mod run;
 pub(crate) mod security_group;
+mod service_api;
 mod vip_port;
 pub(crate) mod wait;
 
@@ -40,6 +43,11 @@ use crate::metrics::Metrics;
 /// The finalizer the upstream service controller uses: the Service is not removed before its
 /// load balancer (and the floating IP and security group the controller made) is gone.
 pub(crate) const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+
+/// A Service's key, `namespace/name`: what [`run::Failures`] counts by.
+pub(crate) fn key(service: &Service) -> String {
+    format!("{}/{}", service.namespace().unwrap_or_default(), service.name_any())
+}
 
 /// A reconcile failure; all are retried with backoff, and reported as an Event.
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +158,7 @@ impl<L> ServiceContext<L> {
         reason: &'static str,
         note: String,
     ) {
-        let key = run::key(service);
+        let key = key(service);
         if !self.notices.is_news(&key, reason, &note) {
             return;
         }

@@ -17,7 +17,8 @@ use kube::runtime::{Controller, watcher};
 
 use super::annotations::Defaults;
 use super::desired::NodeView;
-use super::reconcile::{node_view, reconcile};
+use super::ensure::node_view;
+use super::reconcile::reconcile;
 use super::{Error, ServiceContext};
 use crate::cloud::OpenStack;
 use crate::cloud::load_balancing::LoadBalancing;
@@ -50,11 +51,6 @@ impl Failures {
     }
 }
 
-/// `namespace/name`: what [`Failures`] counts by.
-pub(super) fn key(service: &Service) -> String {
-    format!("{}/{}", service.namespace().unwrap_or_default(), service.name_any())
-}
-
 /// The delay before the `n`th retry (n ≥ 1): doubling from 5 s, at most 5 min.
 pub(crate) fn backoff(n: u32) -> Duration {
     let factor = 2u32.saturating_pow(n.saturating_sub(1).min(16));
@@ -77,7 +73,7 @@ async fn reconcile_and_report<L: LoadBalancing>(
     service: Arc<Service>,
     ctx: Arc<ServiceContext<L>>,
 ) -> Result<Action, Error> {
-    let key = key(&service);
+    let key = super::key(&service);
     let result = reconcile(service.clone(), ctx.clone()).await;
     if result.is_err() {
         ctx.converged.forget(&key);
@@ -104,7 +100,7 @@ fn error_policy<L: LoadBalancing>(
     _: &Error,
     ctx: Arc<ServiceContext<L>>,
 ) -> Action {
-    let key = key(&service);
+    let key = super::key(&service);
     let count = ctx.failures.0.lock().unwrap_or_else(PoisonError::into_inner).get(&key).copied();
     Action::requeue(backoff(count.unwrap_or(1)))
 }

@@ -1,0 +1,262 @@
+//! A Service that wants a load balancer: its settings and desired tree, its own load balancer
+//! found (or made, or made again), converged, its security group and floating IP, the ingress.
+
+use k8s_openapi::api::core::v1::Service;
+use kube::ResourceExt;
+use kube::runtime::events::EventType;
+
+use super::annotations::{self, Settings};
+use super::converge::{Target, apply, converge};
+use super::desired::{self, NodeView, Port, ServiceId, Vip};
+use super::ownership::{self, Found, Maker};
+use super::service_api::{clear_load_balancer_id, set_ingress, write_load_balancer_id};
+use super::{Error, Result, ServiceContext, converged, floating, security_group, vip_port, wait};
+use crate::cloud::load_balancing::LoadBalancing;
+use crate::cloud::octavia::{Change, ERROR, LoadBalancer, LoadBalancerSpec};
+use crate::controllers::addresses::AddressType;
+use crate::controllers::is_ready;
+use crate::controllers::projection::CachedNode;
+
+/// What the nodes say, as the member rule reads it.
+pub(crate) fn node_view(node: &CachedNode) -> NodeView {
+    let internal_ip = node
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.as_ref())
+        .and_then(|a| a.iter().find(|a| a.type_ == AddressType::InternalIP.as_str()))
+        .map(|a| a.address.clone());
+    NodeView {
+        name: node.name_any(),
+        ready: is_ready(node),
+        deleting: node.metadata.deletion_timestamp.is_some(),
+        labels: node.labels().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+        internal_ip,
+    }
+}
+
+pub(super) fn ports(service: &Service) -> Vec<Port> {
+    let ports = service.spec.as_ref().and_then(|s| s.ports.clone()).unwrap_or_default();
+    ports
+        .into_iter()
+        .map(|p| Port {
+            protocol: p.protocol.unwrap_or_else(|| "TCP".to_owned()),
+            port: u16::try_from(p.port).unwrap_or_default(),
+            node_port: p.node_port.and_then(|n| u16::try_from(n).ok()).unwrap_or_default(),
+        })
+        .collect()
+}
+
+pub(super) fn settings<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+) -> Result<Settings> {
+    annotations::settings(service.annotations(), &ctx.defaults, &ctx.classes)
+        .map_err(Error::Settings)
+}
+
+pub(super) async fn ensure<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+) -> Result<()> {
+    let settings = settings(service, ctx)?;
+    let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
+    let uid = service.metadata.uid.clone().unwrap_or_default();
+    let id = ServiceId { cluster: &ctx.cluster, namespace: &namespace, name: &name, uid: &uid };
+    let nodes: Vec<NodeView> = ctx.nodes.state().iter().map(|n| node_view(n)).collect();
+    let backends = desired::backends(&nodes, &settings);
+    let keep_members = desired::none_eligible(&nodes);
+    let spec_k8s = service.spec.clone().unwrap_or_default();
+    let vip = Vip {
+        port_id: settings.port_id.clone(),
+        subnet_id: settings.subnet_id.clone(),
+        network_id: settings.network_id.clone(),
+        address: spec_k8s.load_balancer_ip.clone().filter(|_| settings.internal),
+    };
+    let ranges = spec_k8s.load_balancer_source_ranges.clone().unwrap_or_default();
+    let ports = ports(service);
+    let spec = desired::load_balancer(&id, &ports, &backends, &ranges, &settings, &vip)
+        .map_err(Error::Invalid)?;
+    let requested = spec_k8s.load_balancer_ip.as_deref().filter(|_| !settings.internal);
+    let key = super::key(service);
+    // Not `load-balancer-id`: the cache compares the load balancer found itself, and the
+    // annotation written at an in-tree adoption must not cost a second full reconcile.
+    let fingerprint = converged::fingerprint(&(
+        &spec,
+        &Settings { load_balancer_id: None, ..settings.clone() },
+        requested,
+        &ranges,
+        &ports,
+        &backends,
+        &uid,
+        ctx.manage_security_groups,
+    ));
+    let annotated = settings.load_balancer_id.as_deref();
+    let (found, stale) = ownership::find(ctx.cloud.as_ref(), &id, annotated).await?;
+    if stale && let Some(gone) = annotated {
+        clear_load_balancer_id(service, ctx, gone).await?;
+    }
+    let annotated = annotated.filter(|_| !stale);
+    if let Found::Own(lb, _) = &found
+        && annotated != Some(lb.id.as_str())
+    {
+        // Found by its ID from now on, as upstream does: through any rename (the in-tree
+        // name, migrate-load-balancers), and by migrate-load-balancers for our tags' cluster.
+        write_load_balancer_id(service, ctx, &lb.id).await?;
+    }
+    if let Found::Own(lb, _) | Found::Shared(lb) = &found
+        && let Some(address) = ctx.converged.unchanged(&key, fingerprint, lb)
+    {
+        // Nothing changed on either side since the last full reconcile: one read was enough.
+        return set_ingress(service, ctx, &settings, &address).await;
+    }
+    let (lb, changed, own) = match found {
+        Found::Foreign(lb) => {
+            let message = ownership::foreign_message(&lb);
+            return Err(Error::LeftAlone { reason: "LoadBalancerNotOurs", message });
+        }
+        Found::Own(lb, Maker::Us) if lb.provisioning_status == ERROR => {
+            let spec = with_vip(ctx, spec.clone(), &backends).await?;
+            let lb = recreate(service, ctx, lb, &id, &settings, &spec).await?;
+            write_load_balancer_id(service, ctx, &lb.id).await?;
+            (lb, true, true)
+        }
+        Found::Own(lb, maker) => {
+            let turn = ctx.turns.take(&lb.id).await;
+            if maker != Maker::Us {
+                // Adopting: its floating IP is marked ours before the load balancer is.
+                // See: issue 36 (an in-tree floating IP orphaned by a rename).
+                floating::adopt(ctx.cloud.as_ref(), &lb, &id).await?;
+            }
+            let target = Target { spec: &spec, id: &id, maker: Some(maker), keep_members };
+            let (lb, changed) = converge(service, ctx, lb, target, &turn).await?;
+            (lb, changed, true)
+        }
+        Found::Shared(lb) => {
+            let turn = ctx.turns.take(&lb.id).await;
+            let target = Target { spec: &spec, id: &id, maker: None, keep_members };
+            let (lb, changed) = converge(service, ctx, lb, target, &turn).await?;
+            (lb, changed, false)
+        }
+        Found::Nothing => {
+            let spec = with_vip(ctx, spec.clone(), &backends).await?;
+            let lb = create(service, ctx, &spec).await?;
+            write_load_balancer_id(service, ctx, &lb.id).await?;
+            (lb, true, true)
+        }
+    };
+    // With no eligible node, the group stays on the ports it is on (`hold`).
+    if ctx.manage_security_groups && !keep_members {
+        let owner = security_group::Owner { service: &id, load_balancer: &spec.name };
+        security_group::ensure(ctx.cloud.as_ref(), owner, Some(&lb), &ports, &ranges, &backends)
+            .await?;
+    }
+    let public = if own {
+        floating::ensure(ctx.cloud.as_ref(), &lb, &id, &settings, requested).await?
+    } else {
+        None
+    };
+    let address = public.unwrap_or_else(|| lb.vip_address.clone());
+    set_ingress(service, ctx, &settings, &address).await?;
+    if changed {
+        let note = format!("Ensured load balancer {} ({address})", lb.id);
+        ctx.event(service, EventType::Normal, "EnsuredLoadBalancer", note).await;
+    }
+    for (key, why) in &settings.ignored {
+        tracing::warn!(service = %name, annotation = %key, reason = why, "annotation ignored");
+    }
+    if keep_members {
+        // Held back (`hold`): not converged, so the next resync looks again, and what the
+        // Service was told stays told.
+        return Ok(());
+    }
+    ctx.notices.forget(&key);
+    ctx.converged.record(key, fingerprint, &lb, &address);
+    Ok(())
+}
+
+/// `spec` with a VIP network: without `subnet-id`, `network-id` or `port-id`, the subnet of the
+/// first member (only a create needs it, so a resync does not look it up).
+pub(super) async fn with_vip<L: LoadBalancing>(
+    ctx: &ServiceContext<L>,
+    mut spec: LoadBalancerSpec,
+    backends: &[desired::Backend],
+) -> Result<LoadBalancerSpec> {
+    if spec.vip_port_id.is_none() && spec.vip_subnet_id.is_none() && spec.vip_network_id.is_none() {
+        spec.vip_subnet_id = node_subnet(ctx, backends).await?;
+    }
+    Ok(spec)
+}
+
+/// No VIP network configured: the subnet of the first member's InternalIP, as upstream finds it.
+pub(super) async fn node_subnet<L: LoadBalancing>(
+    ctx: &ServiceContext<L>,
+    backends: &[desired::Backend],
+) -> Result<Option<String>> {
+    let Some(first) = backends.first() else {
+        return Err(Error::Invalid(
+            "no network for the VIP: set [LoadBalancer] subnet-id or network-id in the cloud \
+             config, or the annotation loadbalancer.openstack.org/subnet-id (no eligible node to \
+             take the subnet from)"
+                .to_owned(),
+        ));
+    };
+    let doing = format!("looking up the subnet of node {} ({})", first.name, first.address);
+    let subnet = ctx.cloud.subnet_of(&first.address).await.map_err(Error::cloud(doing))?;
+    match subnet {
+        Some(subnet) => Ok(Some(subnet)),
+        None => Err(Error::Invalid(format!(
+            "no network for the VIP: no port holds {} (node {}); set [LoadBalancer] subnet-id",
+            first.address, first.name
+        ))),
+    }
+}
+
+/// A fully-populated create (or, for providers that need it, the load balancer first and then
+/// one listener at a time), waited on until ACTIVE.
+pub(super) async fn create<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    spec: &LoadBalancerSpec,
+) -> Result<LoadBalancer> {
+    let note = format!("Creating load balancer {}", spec.name);
+    ctx.event(service, EventType::Normal, "EnsuringLoadBalancer", note).await;
+    let first = if ctx.serial {
+        LoadBalancerSpec { listeners: Vec::new(), ..spec.clone() }
+    } else {
+        spec.clone()
+    };
+    let doing = format!("creating load balancer {:?}", spec.name);
+    let lb = ctx.cloud.create(&first).await.map_err(Error::cloud(doing))?;
+    tracing::info!(service = %service.name_any(), load_balancer = %lb.id, "load balancer created");
+    let mut lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+    if ctx.serial {
+        for listener in &spec.listeners {
+            lb = apply(ctx, &lb, &Change::CreateListener(listener.clone())).await?;
+        }
+    }
+    Ok(lb)
+}
+
+/// Our load balancer went to ERROR (Octavia gave up on a create or an update): nothing can
+/// change it any more, so it goes (its floating IP as on delete, and its VIP port if Octavia
+/// left it) and is made again.
+pub(super) async fn recreate<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    lb: LoadBalancer,
+    id: &ServiceId<'_>,
+    settings: &Settings,
+    spec: &LoadBalancerSpec,
+) -> Result<LoadBalancer> {
+    let note = format!("Load balancer {} is in ERROR: deleting it and creating it again", lb.id);
+    ctx.event(service, EventType::Warning, "EnsuringLoadBalancer", note).await;
+    floating::release_all(ctx.cloud.as_ref(), &lb, id, settings.keep_floating_ip).await?;
+    let doing = format!("deleting load balancer {} (in ERROR)", lb.id);
+    ctx.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
+    wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+    vip_port::clean_left(ctx.cloud.as_ref(), &lb, id, settings.keep_floating_ip).await?;
+    create(service, ctx, spec).await
+}
+
+#[cfg(test)]
+mod tests;
