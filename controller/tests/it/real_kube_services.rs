@@ -152,6 +152,13 @@ async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_l
     })
     .await;
     assert_alone(&audit, &user, &ns);
+    // The reconcile's span names the Service on each of its lines.
+    let log = ccm.log();
+    let span = format!("service{{key={ns}/web}}");
+    assert!(
+        log.lines().any(|l| l.contains(&span) && l.contains("load balancer created")),
+        "no line of {span} says the load balancer was created:\n{log}"
+    );
     let svc = get().unwrap();
     assert_eq!(svc["metadata"]["finalizers"], json!([FINALIZER]), "{svc}");
     let lbs = lb_list(&env, &load_balancer).await;

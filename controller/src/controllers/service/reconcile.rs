@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use tracing::Instrument;
 
 use super::ensure::ensure;
 use super::service_api::{add_finalizer, remove_finalizer};
@@ -16,8 +17,17 @@ use crate::cloud::load_balancing::LoadBalancing;
 /// The `spec.loadBalancerClass` this controller serves besides "unset".
 pub(crate) const LOAD_BALANCER_CLASS: &str = "openstack.org/octavia";
 
-/// Ensures or cleans up `service`'s load balancer.
+/// Ensures or cleans up `service`'s load balancer, in one span `service{key=<ns>/<name>}`: every
+/// line a reconcile logs (a load balancer created, a member batch, a retry) says whose it is.
 pub(crate) async fn reconcile<L: LoadBalancing>(
+    service: Arc<Service>,
+    ctx: Arc<ServiceContext<L>>,
+) -> Result<Action> {
+    let span = tracing::info_span!("service", key = %super::key(&service));
+    one(service, ctx).instrument(span).await
+}
+
+async fn one<L: LoadBalancing>(
     service: Arc<Service>,
     ctx: Arc<ServiceContext<L>>,
 ) -> Result<Action> {
