@@ -1,4 +1,6 @@
-//! The node controllers and what they share: the Context, taints, the error type, Node patches.
+//! The controllers: node initialization (`node`), lifecycle, address refresh (`resync`), routes
+//! and load balancers (`service`); and what the node controllers share: the Context, taints, the
+//! error type, Node patches.
 
 pub(crate) mod addresses;
 pub(crate) mod labels;
