@@ -51,7 +51,8 @@ pub(crate) enum Traffic {
     /// on its listeners (`allowed_cidrs`). The amphora provider, and every provider but OVN.
     Proxied,
     /// The clients' own addresses reach the members (OVN), and its health checks come from the
-    /// member subnets. Also the choice when the provider is not known: it works for any.
+    /// member subnets. Also the choice when the provider is not known (it works for any): the
+    /// reconcile always knows it; only tests leave it out.
     FromClients,
 }
 
