@@ -78,6 +78,38 @@ fn is_write(event: &Value) -> bool {
     ["create", "update", "patch", "delete"].contains(&event["verb"].as_str().unwrap_or(""))
 }
 
+/// One write to a Node as the audit log saw it: by the CCM or another user, and its answer.
+struct NodeWrite {
+    ours: bool,
+    request: String,
+    code: u64,
+}
+
+impl std::fmt::Debug for NodeWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let who = if self.ours { "ccm" } else { "other" };
+        write!(f, "{who} {} {}", self.request, self.code)
+    }
+}
+
+/// Every user's writes to Nodes, per node, in the order the API server received them.
+fn node_writes(events: &[&Value], user: &str) -> BTreeMap<String, Vec<NodeWrite>> {
+    let mut writes: Vec<_> =
+        events.iter().filter(|e| is_write(e) && e["objectRef"]["resource"] == "nodes").collect();
+    writes.sort_by_key(|e| e["requestReceivedTimestamp"].as_str().unwrap_or("").to_owned());
+    let mut per = BTreeMap::<String, Vec<NodeWrite>>::new();
+    for e in writes {
+        per.entry(e["objectRef"]["name"].as_str().unwrap_or("").to_owned()).or_default().push(
+            NodeWrite {
+                ours: e["user"]["username"] == user,
+                request: request(e),
+                code: e["responseStatus"]["code"].as_u64().unwrap_or(0),
+            },
+        );
+    }
+    per
+}
+
 /// `/readyz` of the binary on `port`: status and body.
 async fn readyz(port: u16) -> (u16, String) {
     let response = https().get(format!("https://127.0.0.1:{port}/readyz")).send().await.unwrap();
@@ -122,18 +154,18 @@ async fn the_generated_service_account_does_the_whole_job_and_nothing_is_refused
         let addresses = node["status"]["addresses"].as_array().unwrap();
         assert!(addresses.iter().any(|a| a["type"] == "InternalIP"), "{addresses:?}");
     }
-    let init = requests(&audit.by(&user))
-        .into_iter()
-        .filter(|e| is_write(e) && e["objectRef"]["resource"] == "nodes")
-        .fold(BTreeMap::<String, Vec<String>>::new(), |mut per, e| {
-            let name = e["objectRef"]["name"].as_str().unwrap_or("").to_owned();
-            per.entry(name).or_default().push(request(e));
-            per
-        });
+    let init = node_writes(&requests(&audit.events()), &user);
     eprintln!("FIGURE writes per node initialized: {init:?}");
     for name in [&kept, &gone] {
-        let writes = init.get(name.as_str()).map_or(0, Vec::len);
-        assert!((1..=2).contains(&writes), "{writes} writes to initialize {name}: {init:?}");
+        let writes = init.get(name.as_str()).map(Vec::as_slice).unwrap_or_default();
+        let done = writes.iter().filter(|w| w.ours && w.code < 300).count();
+        assert!((1..=2).contains(&done), "{done} writes to initialize {name}: {writes:?}");
+        // A refused write is a conflict with a writer that came between (kube-controller-
+        // manager tainting the NotReady node, the heartbeat), never with our own.
+        for (at, write) in writes.iter().enumerate().filter(|(_, w)| w.ours && w.code >= 300) {
+            let between = writes[..at].iter().any(|w| !w.ours && w.code < 300);
+            assert!(write.code == 409 && between, "refused with no other writer: {writes:?}");
+        }
     }
 
     assert_eq!(readyz(port).await, (200, "ok".to_owned()), "ready with every grant");
