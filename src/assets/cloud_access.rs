@@ -4,19 +4,21 @@
 //! (`cli::resolve`); this asset only carries the result into the graph, so a change of
 //! credentials regenerates everything that depends on them. Its content holds secrets, which
 //! is why the state file is written with mode 0600.
+//!
+//! What each platform loads (the clouds.yaml entry, AWS keys, the Azure service principal, the
+//! GCP service account, the IBM Cloud account) is defined here, beside [`CloudAccess`], and so
+//! are the loaders' request and result: the provider contract and the platforms build on this
+//! module, and it names no platform module.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use super::aws::AwsKeys;
-use super::azure::ServicePrincipal;
-use super::gcp::ServiceAccount;
-use super::openstack::Cloud;
 use crate::assets::env::Env;
 use crate::graph::{Asset, AssetError, AssetId, Key, Output, Parents};
 use crate::installconfig::{CredentialsMode, InstallConfig, Secret};
+use ccm_formats::clouds_yaml::CloudEntry;
 
 /// Asset id.
 pub const ID: AssetId = "cloud-access";
@@ -40,6 +42,63 @@ pub enum CloudAccess {
     Gcp(ServiceAccount),
     /// The IBM Cloud account and API key (IBM Cloud and PowerVS).
     Ibm(IbmAccess),
+}
+
+/// The selected clouds.yaml entry, as the command loaded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cloud {
+    /// The cloud's name in clouds.yaml.
+    pub name: String,
+    /// The entry, every key kept.
+    pub entry: CloudEntry,
+    /// The bytes of the `cacert` file, when the entry has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+    /// The install-config's `additionalTrustBundle`, trusted by the lookups too (public
+    /// certificates; the install-config is where it is written to the cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_bundle: Option<String>,
+}
+
+/// A long-lived access key pair: the only kind the in-cluster operators can keep using.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AwsKeys {
+    /// `aws_access_key_id`; an identifier, not a secret.
+    pub access_key_id: String,
+    /// `aws_secret_access_key`; redacted in `Debug`.
+    pub secret_access_key: Secret,
+}
+
+/// `~/.azure/osServicePrincipal.json` or the `AZURE_*` variables. The client ID and secret are
+/// optional because `credentialsMode: Manual` needs only the subscription and tenant (for the
+/// cloud config); [`ServicePrincipal::client`] requires them where the Secret is written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServicePrincipal {
+    /// The subscription the cluster lives in.
+    pub subscription_id: String,
+    /// The Entra ID tenant.
+    pub tenant_id: String,
+    /// The application (client) ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The client secret; redacted in `Debug`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<Secret>,
+}
+
+/// A service-account key file, kept whole (it is the Secret's content) and redacted in `Debug`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceAccount {
+    /// The file's text, as read.
+    pub json: Secret,
+    /// `project_id`.
+    pub project_id: String,
+    /// `client_email`: the account's identity, not a secret.
+    pub client_email: String,
 }
 
 /// What IBM Cloud and PowerVS need: the account the cloud config names, and the API key.

@@ -4,7 +4,7 @@
 use anyhow::Context as _;
 
 use crate::assets::cloud_access::{
-    AccessRequest, CloudAccess, LoadedAccess, home_file, read_optional,
+    AccessRequest, AwsKeys, CloudAccess, LoadedAccess, home_file, read_optional,
 };
 use crate::assets::env::Env;
 
@@ -16,7 +16,7 @@ pub(crate) fn load(req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
 
 /// `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, else the profile (`AWS_PROFILE`, `default`) of
 /// `AWS_SHARED_CREDENTIALS_FILE` or `~/.aws/credentials`.
-fn aws_keys(env: &Env, manual: bool) -> anyhow::Result<Option<super::AwsKeys>> {
+fn aws_keys(env: &Env, manual: bool) -> anyhow::Result<Option<AwsKeys>> {
     let vars = &env.credentials;
     let from_env = super::keys_from_env(
         vars.aws_access_key_id.as_deref(),

@@ -5,14 +5,12 @@
 
 mod access;
 
-use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::infrastructure::dns_type;
-use crate::assets::cloud_access::CloudAccess;
+use crate::assets::cloud_access::{AccessRequest, AwsKeys, CloudAccess, LoadedAccess};
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,
 };
@@ -73,16 +71,6 @@ pub const SECRET_NAME: &str = "aws-creds";
 
 /// The profile used when `AWS_PROFILE` is unset.
 pub const DEFAULT_PROFILE: &str = "default";
-
-/// A long-lived access key pair: the only kind the in-cluster operators can keep using.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AwsKeys {
-    /// `aws_access_key_id`; an identifier, not a secret.
-    pub access_key_id: String,
-    /// `aws_secret_access_key`; redacted in `Debug`.
-    pub secret_access_key: Secret,
-}
 
 /// An error reading AWS credentials. No message ever carries a key's value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

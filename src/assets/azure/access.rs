@@ -4,7 +4,7 @@
 use anyhow::Context as _;
 
 use crate::assets::cloud_access::{
-    AccessRequest, CloudAccess, LoadedAccess, home_file, read_optional,
+    AccessRequest, CloudAccess, LoadedAccess, ServicePrincipal, home_file, read_optional,
 };
 use crate::assets::env::Env;
 
@@ -16,7 +16,7 @@ pub(crate) fn load(req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
 
 /// `AZURE_*`, else `~/.azure/osServicePrincipal.json`. The subscription and tenant are always
 /// needed (the cloud config names them); the client only when the cluster gets credentials.
-fn azure_principal(env: &Env, manual: bool) -> anyhow::Result<super::ServicePrincipal> {
+fn azure_principal(env: &Env, manual: bool) -> anyhow::Result<ServicePrincipal> {
     let vars = &env.credentials;
     let from_env = super::from_env(
         vars.azure_subscription_id.as_deref(),

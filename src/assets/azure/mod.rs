@@ -5,15 +5,14 @@
 
 mod access;
 
-use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::go_json::go_json_indented;
 use super::infrastructure::dns_type;
-use crate::assets::cloud_access::CloudAccess;
+use crate::assets::cloud_access::{AccessRequest, CloudAccess, LoadedAccess, ServicePrincipal};
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,
 };
@@ -102,24 +101,6 @@ mod tests;
 
 /// The kube-system Secret holding the cluster's Azure credentials.
 pub const SECRET_NAME: &str = "azure-credentials";
-
-/// `~/.azure/osServicePrincipal.json` or the `AZURE_*` variables. The client ID and secret are
-/// optional because `credentialsMode: Manual` needs only the subscription and tenant (for the
-/// cloud config); [`ServicePrincipal::client`] requires them where the Secret is written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServicePrincipal {
-    /// The subscription the cluster lives in.
-    pub subscription_id: String,
-    /// The Entra ID tenant.
-    pub tenant_id: String,
-    /// The application (client) ID.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_id: Option<String>,
-    /// The client secret; redacted in `Debug`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_secret: Option<Secret>,
-}
 
 /// An error reading the service principal. No message ever carries a value from the file.
 #[derive(Debug, thiserror::Error)]

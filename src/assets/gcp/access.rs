@@ -4,7 +4,7 @@
 use anyhow::Context as _;
 
 use crate::assets::cloud_access::{
-    AccessRequest, CloudAccess, LoadedAccess, home_file, read_optional,
+    AccessRequest, CloudAccess, LoadedAccess, ServiceAccount, home_file, read_optional,
 };
 use crate::assets::env::Env;
 
@@ -15,7 +15,7 @@ pub(crate) fn load(req: &AccessRequest<'_>) -> anyhow::Result<LoadedAccess> {
 }
 
 /// `GOOGLE_APPLICATION_CREDENTIALS`, else `~/.gcp/osServiceAccount.json`.
-fn gcp_account(env: &Env, manual: bool) -> anyhow::Result<Option<super::ServiceAccount>> {
+fn gcp_account(env: &Env, manual: bool) -> anyhow::Result<Option<ServiceAccount>> {
     let path = env
         .credentials
         .google_application_credentials

@@ -6,16 +6,14 @@
 
 mod access;
 
-use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use md5::{Digest as _, Md5};
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::infrastructure::dns_type;
-use crate::assets::cloud_access::CloudAccess;
+use crate::assets::cloud_access::{AccessRequest, CloudAccess, LoadedAccess, ServiceAccount};
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,
 };
@@ -82,18 +80,6 @@ pub const SECRET_NAME: &str = "gcp-credentials";
 
 /// The file holding the `kube-system/ingress-uid` ConfigMap (the installer's name).
 pub const INGRESS_UID_PATH: &str = "manifests/cloud-controller-uid-config.yml";
-
-/// A service-account key file, kept whole (it is the Secret's content) and redacted in `Debug`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServiceAccount {
-    /// The file's text, as read.
-    pub json: Secret,
-    /// `project_id`.
-    pub project_id: String,
-    /// `client_email`: the account's identity, not a secret.
-    pub client_email: String,
-}
 
 /// An error reading a service-account file. No message ever carries a value from it.
 #[derive(Debug, thiserror::Error)]

@@ -7,21 +7,22 @@
 //! ```
 
 pub mod access;
-
-use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 pub mod cloud_conf;
 pub mod credentials;
 pub mod lookup;
 
-use serde::{Deserialize, Serialize};
+// The selected cloud is defined with every platform's access, below the provider contract
+// that carries it (`cloud_access`), and named here too, where OpenStack's users look for it.
+pub use crate::assets::cloud_access::Cloud;
+
 use serde_json::Value;
 
 use super::provider::{
     Binary, CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount,
 };
+use crate::assets::cloud_access::{AccessRequest, LoadedAccess};
 use crate::graph::AssetError;
 use crate::installconfig::InstallConfig;
-use ccm_formats::clouds_yaml::CloudEntry;
 
 /// Where the cloud's CA bundle lives on every node (written there from the cloud-provider
 /// ConfigMap's `ca-bundle.pem` key); cloud.conf and the in-cluster clouds.yaml point at it.
@@ -33,23 +34,6 @@ pub const CREDENTIALS_SECRET: &str = "openstack-credentials";
 
 /// Its namespace.
 pub const CREDENTIALS_NAMESPACE: &str = "kube-system";
-
-/// The selected clouds.yaml entry, as the command loaded it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Cloud {
-    /// The cloud's name in clouds.yaml.
-    pub name: String,
-    /// The entry, every key kept.
-    pub entry: CloudEntry,
-    /// The bytes of the `cacert` file, when the entry has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_bundle: Option<String>,
-    /// The install-config's `additionalTrustBundle`, trusted by the lookups too (public
-    /// certificates; the install-config is where it is written to the cluster).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trust_bundle: Option<String>,
-}
 
 /// OpenStack's [`Provider`].
 #[derive(Debug)]
