@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand, ValueEnum};
 
-use crate::assets::vsphere::ConfigFormat;
+use crate::assets::options::ConfigFormat;
 
 /// Exit code for invalid input (install-config.yaml, clouds.yaml), as distinct from other errors.
 pub const EXIT_INVALID_INPUT: u8 = 3;

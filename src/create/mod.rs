@@ -16,8 +16,7 @@ pub use crate::assets::env::{CredentialVars, Env};
 pub use inputs::{CaError, INSTALL_CONFIG, install_config_path};
 
 use crate::assets::cloud_access::AccessRequest;
-use crate::assets::options::Options;
-use crate::assets::vsphere::ConfigFormat;
+use crate::assets::options::{ConfigFormat, Options};
 use crate::assets::{self, Inputs, ccm, platform};
 use crate::graph::{Graph, store};
 use crate::installconfig;

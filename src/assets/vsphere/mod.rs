@@ -19,6 +19,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::assets::options::ConfigFormat;
 use crate::assets::provider::{CcmSpec, CloudProviderConfig, Context, Provider, SecretData};
 use crate::graph::AssetError;
 use crate::installconfig::{InstallConfig, VCenter, VspherePlatform};
@@ -34,20 +35,6 @@ pub const REGION_TAG_CATEGORY: &str = "openshift-region";
 
 /// The vCenter tag category whose tags name each failure domain's zone.
 pub const ZONE_TAG_CATEGORY: &str = "openshift-zone";
-
-/// Which cloud config to write (`--vsphere-config-format`; the flag's values are the serde
-/// names).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ConfigFormat {
-    /// The YAML of vsphere-cloud-provider, which the out-of-tree CCM reads natively.
-    #[default]
-    Yaml,
-    /// The legacy gcfg (INI) file, which the CCM still accepts.
-    Ini,
-}
 
 /// `platform.vsphere.nodeNetworking` (openshift/api `VSpherePlatformNodeNetworking`): which
 /// addresses the CCM reports for each node.

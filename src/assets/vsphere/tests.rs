@@ -329,17 +329,6 @@ fn a_user_managed_load_balancer_and_ipv6_vips_are_reported() {
     assert_eq!(status["loadBalancer"], json!({"type": "UserManaged"}));
 }
 
-#[test]
-fn the_config_format_defaults_to_yaml_and_its_flag_values_are_its_serde_names() {
-    use clap::ValueEnum as _;
-    assert_eq!(ConfigFormat::default(), ConfigFormat::Yaml);
-    for format in ConfigFormat::value_variants() {
-        let flag = format.to_possible_value().unwrap().get_name().to_owned();
-        assert_eq!(serde_json::to_value(format).unwrap(), flag);
-    }
-    assert!(ConfigFormat::from_str("toml", false).is_err());
-}
-
 /// One vSphere case of the installer's `TestGenerateInfrastructure`
 /// (`pkg/asset/manifests/infrastructure_test.go`). Node networking is always the machine
 /// networks; spec and status have the same machine networks.
