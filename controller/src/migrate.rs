@@ -23,7 +23,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
 use crate::cloud::OpenStack;
-use crate::cloud::load_balancing::LoadBalancing;
+use crate::cloud::load_balancing::{LoadBalancing, Octavia};
 use crate::cloud::octavia::{ACTIVE, Change, LoadBalancer};
 use crate::controllers::service::desired::ServiceId;
 use crate::controllers::service::ownership::{self, Found, Maker};

@@ -15,10 +15,8 @@ use super::{OpenStack, Result};
 /// The metrics' service label of Octavia calls.
 const SERVICE: &str = "load-balancer";
 
-/// What the service controller needs from OpenStack (with Neutron's security groups).
-pub(crate) trait LoadBalancing: SecurityGroups + Send + Sync + 'static {
-    /// Whether the catalog has a load-balancer (Octavia) endpoint.
-    fn has_load_balancer(&self) -> impl Future<Output = Result<bool>> + Send;
+/// Octavia's load balancers: what the calls that change one need (`changes`, the waits).
+pub(crate) trait Octavia: Send + Sync + 'static {
     /// Load balancers with exactly this name.
     fn load_balancers_named(
         &self,
@@ -38,6 +36,13 @@ pub(crate) trait LoadBalancing: SecurityGroups + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<String>>> + Send;
     /// Deletes it with everything under it.
     fn delete(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// What the service controller needs from OpenStack: Octavia, Neutron's floating IPs, ports
+/// and security groups.
+pub(crate) trait LoadBalancing: Octavia + SecurityGroups + Send + Sync + 'static {
+    /// Whether the catalog has a load-balancer (Octavia) endpoint.
+    fn has_load_balancer(&self) -> impl Future<Output = Result<bool>> + Send;
     /// Floating IPs matching a Neutron filter.
     fn floating_ips(
         &self,
@@ -88,20 +93,7 @@ pub(crate) trait LoadBalancing: SecurityGroups + Send + Sync + 'static {
     fn subnet_of(&self, address: &str) -> impl Future<Output = Result<Option<String>>> + Send;
 }
 
-impl LoadBalancing for OpenStack {
-    async fn has_load_balancer(&self) -> Result<bool> {
-        let found = self
-            .call("identity", "catalog_lookup", "the load-balancer endpoint", |s| async move {
-                match s.get_endpoint(octavia::LOAD_BALANCER, std::iter::empty::<&str>()).await {
-                    Ok(_) => Ok(true),
-                    Err(e) if e.kind() == osauth::ErrorKind::EndpointNotFound => Ok(false),
-                    Err(e) => Err(e),
-                }
-            })
-            .await?;
-        Ok(found)
-    }
-
+impl Octavia for OpenStack {
     async fn load_balancers_named(&self, name: &str) -> Result<Vec<LoadBalancer>> {
         let what = format!("load balancers named {name:?}");
         self.call(SERVICE, "loadbalancer_list", &what, |s| async move {
@@ -178,6 +170,21 @@ impl LoadBalancing for OpenStack {
             octavia::delete_cascade(&s, id).await
         })
         .await
+    }
+}
+
+impl LoadBalancing for OpenStack {
+    async fn has_load_balancer(&self) -> Result<bool> {
+        let found = self
+            .call("identity", "catalog_lookup", "the load-balancer endpoint", |s| async move {
+                match s.get_endpoint(octavia::LOAD_BALANCER, std::iter::empty::<&str>()).await {
+                    Ok(_) => Ok(true),
+                    Err(e) if e.kind() == osauth::ErrorKind::EndpointNotFound => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        Ok(found)
     }
 
     async fn floating_ips(&self, filter: &[(&'static str, String)]) -> Result<Vec<FloatingIp>> {

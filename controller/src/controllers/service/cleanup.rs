@@ -7,13 +7,11 @@ use kube::ResourceExt;
 use kube::runtime::events::EventType;
 use serde_json::json;
 
-use super::converge::{Target, converge};
 use super::desired::ServiceId;
 use super::ownership::{self, Found};
 use super::service_api::write_ingress;
 use super::{
     Error, Result, ServiceContext, annotations, diff, floating, names, security_group, vip_port,
-    wait,
 };
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::LoadBalancerSpec;
@@ -38,14 +36,13 @@ pub(super) async fn cleanup<L: LoadBalancing>(
         Found::Foreign(_) | Found::Nothing => (None, false),
     };
     if let Some(lb) = found {
-        let turn = ctx.turns.take(&lb.id).await;
+        let _turn = ctx.turns.take(&lb.id).await;
+        let changes = ctx.changes();
         let lb_id = lb.id.clone();
         let note = format!("Deleting load balancer {lb_id}");
         ctx.event(service, EventType::Normal, "DeletingLoadBalancer", note).await;
         let lb = match lb.provisioning_status.as_str() {
-            s if s.starts_with("PENDING_") => {
-                wait::settled(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?
-            }
+            s if s.starts_with("PENDING_") => changes.settled(&lb.id).await?,
             _ => lb,
         };
         let doing = format!("reading load balancer {}", lb.id);
@@ -56,16 +53,17 @@ pub(super) async fn cleanup<L: LoadBalancing>(
             // The last Service on its own load balancer, or on one this controller made for
             // a Service since gone: it goes, with the floating IP a controller made for it.
             floating::release_all(ctx.cloud.as_ref(), &lb, &id, settings.keep_floating_ip).await?;
-            let doing = format!("deleting load balancer {}", lb.id);
-            ctx.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
-            wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+            changes.delete(&lb, "").await?;
             vip_port::clean_left(ctx.cloud.as_ref(), &lb, &id, settings.keep_floating_ip).await?;
         } else {
             // Shared with other Services: only this Service's listeners go.
             let lb_name = tags[0].clone();
             let spec = LoadBalancerSpec { name: lb_name, ..LoadBalancerSpec::default() };
-            let target = Target { spec: &spec, id: &id, maker: None, keep_members: false };
-            converge(service, ctx, lb, target, &turn).await?;
+            let plan = changes.plan(lb, ctx.target(&spec, &id, None, false)).await?;
+            if !plan.changes.is_empty() {
+                ctx.event(service, EventType::Normal, "EnsuringLoadBalancer", plan.summary()).await;
+            }
+            changes.make(plan).await?;
         }
         let note = format!("Deleted load balancer {lb_id}");
         ctx.event(service, EventType::Normal, "DeletedLoadBalancer", note).await;

@@ -1,18 +1,20 @@
 //! A Service that wants a load balancer: its settings and desired tree, its own load balancer
 //! found (or made, or made again), converged, its security group and floating IP, the ingress.
+//! The Octavia calls are `changes`'; what the Service is told of them (Events) is said here.
 
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::runtime::events::EventType;
 
 use super::annotations::{self, Settings};
-use super::converge::{Target, apply, converge};
+use super::changes::Target;
 use super::desired::{self, NodeView, Port, ServiceId, Vip};
+use super::one_writer::Turn;
 use super::ownership::{self, Found, Maker};
 use super::service_api::{clear_load_balancer_id, set_ingress, write_load_balancer_id};
-use super::{Error, Result, ServiceContext, converged, floating, security_group, vip_port, wait};
+use super::{Error, Result, ServiceContext, converged, floating, hold, security_group, vip_port};
 use crate::cloud::load_balancing::LoadBalancing;
-use crate::cloud::octavia::{Change, ERROR, LoadBalancer, LoadBalancerSpec};
+use crate::cloud::octavia::{ACTIVE, Change, ERROR, LoadBalancer, LoadBalancerSpec};
 use crate::controllers::addresses::AddressType;
 use crate::controllers::is_ready;
 use crate::controllers::projection::CachedNode;
@@ -127,13 +129,13 @@ pub(super) async fn ensure<L: LoadBalancing>(
                 // See: issue 36 (an in-tree floating IP orphaned by a rename).
                 floating::adopt(ctx.cloud.as_ref(), &lb, &id).await?;
             }
-            let target = Target { spec: &spec, id: &id, maker: Some(maker), keep_members };
+            let target = ctx.target(&spec, &id, Some(maker), keep_members);
             let (lb, changed) = converge(service, ctx, lb, target, &turn).await?;
             (lb, changed, true)
         }
         Found::Shared(lb) => {
             let turn = ctx.turns.take(&lb.id).await;
-            let target = Target { spec: &spec, id: &id, maker: None, keep_members };
+            let target = ctx.target(&spec, &id, None, keep_members);
             let (lb, changed) = converge(service, ctx, lb, target, &turn).await?;
             (lb, changed, false)
         }
@@ -172,6 +174,72 @@ pub(super) async fn ensure<L: LoadBalancing>(
     ctx.notices.forget(&key);
     ctx.converged.record(key, fingerprint, &lb, &address);
     Ok(())
+}
+
+/// Converges the load balancer (`changes`) and tells the Service: waiting for Octavia, the
+/// members kept, an adoption, the calls about to be made. Returns whether any call was made.
+/// The caller holds the load balancer's `_turn` from before its tree is read.
+async fn converge<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    lb: LoadBalancer,
+    target: Target<'_>,
+    _turn: &Turn,
+) -> Result<(LoadBalancer, bool)> {
+    if lb.provisioning_status != ACTIVE {
+        let note = format!(
+            "Waiting for load balancer {} to leave {} (Octavia is still working on it)",
+            lb.id, lb.provisioning_status
+        );
+        ctx.notice(service, EventType::Normal, "WaitingForLoadBalancer", note).await;
+    }
+    let changes = ctx.changes();
+    let plan = changes.plan(lb, target).await?;
+    if !plan.held.is_empty() {
+        let note = hold::message(&plan.lb.id, &plan.held);
+        ctx.notice(service, EventType::Warning, "KeepingMembers", note).await;
+    }
+    if let (Some(maker), Some(change)) = (plan.relabels, plan.changes.last()) {
+        adopting_event(service, ctx, &plan.lb, maker, change).await;
+    }
+    if plan.changes.is_empty() {
+        return Ok((plan.lb, false));
+    }
+    ctx.event(service, EventType::Normal, "EnsuringLoadBalancer", plan.summary()).await;
+    Ok((changes.make(plan).await?, true))
+}
+
+/// A Normal Event (and a log line) for the Service's own load balancer taken over from another
+/// controller, or renamed from upstream's default cluster name.
+async fn adopting_event<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    lb: &LoadBalancer,
+    maker: Maker,
+    change: &Change,
+) {
+    let (reason, note) = match (maker, change) {
+        (Maker::DefaultCluster, Change::UpdateLoadBalancer { name, .. }) => (
+            "RenamedLoadBalancer",
+            format!(
+                "Renaming load balancer {} from {:?} to {name:?} (the cluster name is now {:?}); \
+                 same VIP, floating IP and listeners",
+                lb.id, lb.name, ctx.cluster
+            ),
+        ),
+        (Maker::Upstream | Maker::InTree, _) => {
+            let by = if maker == Maker::InTree { "the in-tree provider" } else { "upstream's CCM" };
+            let note = format!(
+                "Adopting load balancer {} ({:?}) made by {by} for this Service: our tags added, \
+                 same VIP, floating IP and listeners",
+                lb.id, lb.name
+            );
+            ("AdoptedLoadBalancer", note)
+        }
+        _ => return,
+    };
+    tracing::info!(load_balancer = %lb.id, reason, "{note}");
+    ctx.event(service, EventType::Normal, reason, note).await;
 }
 
 /// `spec` with a VIP network: without `subnet-id`, `network-id` or `port-id`, the subnet of the
@@ -220,21 +288,7 @@ pub(super) async fn create<L: LoadBalancing>(
 ) -> Result<LoadBalancer> {
     let note = format!("Creating load balancer {}", spec.name);
     ctx.event(service, EventType::Normal, "EnsuringLoadBalancer", note).await;
-    let first = if ctx.serial {
-        LoadBalancerSpec { listeners: Vec::new(), ..spec.clone() }
-    } else {
-        spec.clone()
-    };
-    let doing = format!("creating load balancer {:?}", spec.name);
-    let lb = ctx.cloud.create(&first).await.map_err(Error::cloud(doing))?;
-    tracing::info!(service = %service.name_any(), load_balancer = %lb.id, "load balancer created");
-    let mut lb = wait::active(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
-    if ctx.serial {
-        for listener in &spec.listeners {
-            lb = apply(ctx, &lb, &Change::CreateListener(listener.clone())).await?;
-        }
-    }
-    Ok(lb)
+    ctx.changes().create(spec, ctx.serial).await
 }
 
 /// Our load balancer went to ERROR (Octavia gave up on a create or an update): nothing can
@@ -251,9 +305,7 @@ pub(super) async fn recreate<L: LoadBalancing>(
     let note = format!("Load balancer {} is in ERROR: deleting it and creating it again", lb.id);
     ctx.event(service, EventType::Warning, "EnsuringLoadBalancer", note).await;
     floating::release_all(ctx.cloud.as_ref(), &lb, id, settings.keep_floating_ip).await?;
-    let doing = format!("deleting load balancer {} (in ERROR)", lb.id);
-    ctx.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
-    wait::gone(ctx.cloud.as_ref(), &lb.id, ctx.wait_limit).await?;
+    ctx.changes().delete(&lb, " (in ERROR)").await?;
     vip_port::clean_left(ctx.cloud.as_ref(), &lb, id, settings.keep_floating_ip).await?;
     create(service, ctx, spec).await
 }

@@ -8,8 +8,8 @@
 //! ```
 
 pub(crate) mod annotations;
+mod changes;
 mod cleanup;
-mod converge;
 pub(crate) mod converged;
 pub(crate) mod desired;
 pub(crate) mod diff;
@@ -37,8 +37,10 @@ use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 
 use crate::cloud;
+use crate::cloud::octavia::LoadBalancerSpec;
 use crate::controllers::projection::CachedNode;
 use crate::metrics::Metrics;
+use desired::ServiceId;
 
 /// The finalizer the upstream service controller uses: the Service is not removed before its
 /// load balancer (and the floating IP and security group the controller made) is gone.
@@ -140,6 +142,25 @@ pub(crate) struct ServiceContext<L> {
 impl<L> std::fmt::Debug for ServiceContext<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServiceContext").field("cluster", &self.cluster).finish_non_exhaustive()
+    }
+}
+
+impl<L: cloud::load_balancing::Octavia> ServiceContext<L> {
+    /// The Octavia calls of a reconcile (`changes`).
+    fn changes(&self) -> changes::Changes<'_, L> {
+        changes::Changes { cloud: self.cloud.as_ref(), wait_limit: self.wait_limit }
+    }
+
+    /// What `changes` plans for `spec` of Service `id` (`maker`: its own load balancer).
+    fn target<'a>(
+        &self,
+        spec: &'a LoadBalancerSpec,
+        id: &'a ServiceId<'a>,
+        maker: Option<ownership::Maker>,
+        keep_members: bool,
+    ) -> changes::Target<'a> {
+        let max_shared_lb = self.max_shared_lb;
+        changes::Target { spec, id, maker, keep_members, max_shared_lb }
     }
 }
 

@@ -3,7 +3,7 @@
 //! load balancer is `PENDING_UPDATE` (409). So a reconcile holds the load balancer's turn from
 //! reading its tree to the last change's `ACTIVE`, and the others wait for it instead of failing
 //! and backing off. Only this process's reconciles are ordered: a 409 from anyone else is waited
-//! out where the call is made (`converge::call`).
+//! out where the call is made (`changes::Changes::call`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

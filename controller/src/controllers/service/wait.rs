@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::cloud::load_balancing::LoadBalancing;
+use crate::cloud::load_balancing::Octavia;
 use crate::cloud::octavia::{ACTIVE, ERROR, LoadBalancer};
 use crate::cloud::{self, ErrorKind};
 
@@ -44,7 +44,7 @@ enum Until {
 }
 
 /// Polls until load balancer `id` is `ACTIVE` and returns it.
-pub(crate) async fn active<L: LoadBalancing>(
+pub(crate) async fn active<L: Octavia>(
     cloud: &L,
     id: &str,
     limit: Duration,
@@ -53,7 +53,7 @@ pub(crate) async fn active<L: LoadBalancing>(
 }
 
 /// Polls until load balancer `id` may be deleted (no longer `PENDING_*`).
-pub(crate) async fn settled<L: LoadBalancing>(
+pub(crate) async fn settled<L: Octavia>(
     cloud: &L,
     id: &str,
     limit: Duration,
@@ -62,7 +62,7 @@ pub(crate) async fn settled<L: LoadBalancing>(
 }
 
 /// Polls until load balancer `id` is gone (404).
-pub(crate) async fn gone<L: LoadBalancing>(
+pub(crate) async fn gone<L: Octavia>(
     cloud: &L,
     id: &str,
     limit: Duration,
@@ -70,7 +70,7 @@ pub(crate) async fn gone<L: LoadBalancing>(
     poll(cloud, id, limit, Until::Gone).await.map(|_| ())
 }
 
-async fn poll<L: LoadBalancing>(
+async fn poll<L: Octavia>(
     cloud: &L,
     id: &str,
     limit: Duration,
