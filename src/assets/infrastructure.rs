@@ -2,7 +2,7 @@
 //!
 //! The platform-independent part: infrastructure name, API URLs, topologies and the platform
 //! type. Each platform's provider adds its `platformSpec`/`platformStatus` block (OpenStack VIPs,
-//! AWS region, ...).
+//! AWS region, ...), built from the parts several platforms share (`platform_blocks`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -11,7 +11,7 @@ use super::cloud_provider_config as cloud_conf;
 use super::provider::CloudProviderConfig;
 use super::{cluster_id, install_config, platform};
 use crate::graph::{Asset, AssetError, AssetId, File, Output, Parents};
-use crate::installconfig::{InstallConfig, LoadBalancerType};
+use crate::installconfig::InstallConfig;
 use ccm_formats::yaml::to_yaml;
 
 /// Asset id.
@@ -157,11 +157,6 @@ pub fn infrastructure(
 
 /// The installer's `determineTopologies`: one control-plane replica is SingleReplica; the
 /// infrastructure follows the control plane with no workers, else SingleReplica for one worker.
-/// `cloudLoadBalancerConfig.dnsType`: `ClusterHosted` with `userProvisionedDNS: Enabled`.
-pub(crate) fn dns_type(user_provisioned_dns: Option<&str>) -> &'static str {
-    if user_provisioned_dns == Some("Enabled") { "ClusterHosted" } else { "PlatformDefault" }
-}
-
 fn topologies(config: &InstallConfig) -> (&'static str, &'static str) {
     const HA: &str = "HighlyAvailable";
     const SINGLE: &str = "SingleReplica";
@@ -174,42 +169,4 @@ fn topologies(config: &InstallConfig) -> (&'static str, &'static str) {
         _ => HA,
     };
     (control_plane, infra)
-}
-
-/// The VIPs OpenStack, vSphere, Nutanix and bare metal share in their platform blocks.
-#[derive(Debug, Clone)]
-pub struct Vips<'a> {
-    /// `apiVIPs`.
-    pub api: &'a [String],
-    /// `ingressVIPs`.
-    pub ingress: &'a [String],
-    /// `loadBalancer.type` after defaults.
-    pub load_balancer: LoadBalancerType,
-}
-
-impl Vips<'_> {
-    /// `(spec, status)` objects: the VIP lists (and machine networks, when the platform's types
-    /// have them), the load balancer type, and the deprecated single-IP status fields the
-    /// installer still sets.
-    pub fn blocks(&self, config: &InstallConfig, machine_networks: bool) -> (Value, Value) {
-        let mut spec = serde_json::json!({
-            "apiServerInternalIPs": self.api,
-            "ingressIPs": self.ingress,
-        });
-        let mut status = spec.clone();
-        status["loadBalancer"] = serde_json::json!({"type": self.load_balancer.as_str()});
-        if machine_networks {
-            let networks: Vec<&str> =
-                config.networking.machine_network.iter().map(|n| n.cidr.as_str()).collect();
-            spec["machineNetworks"] = serde_json::json!(networks);
-            status["machineNetworks"] = serde_json::json!(networks);
-        }
-        if let Some(first) = self.api.first() {
-            status["apiServerInternalIP"] = Value::from(first.as_str());
-        }
-        if let Some(first) = self.ingress.first() {
-            status["ingressIP"] = Value::from(first.as_str());
-        }
-        (spec, status)
-    }
 }

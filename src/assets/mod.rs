@@ -34,6 +34,7 @@ pub mod nutanix;
 pub mod openstack;
 pub mod options;
 pub mod platform;
+pub mod platform_blocks;
 pub mod powervs;
 pub mod provider;
 pub mod trust_bundle;

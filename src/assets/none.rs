@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::infrastructure::Vips;
+use super::platform_blocks::Vips;
 use super::provider::Provider;
 use crate::installconfig::{CloudControllerManager, InstallConfig, LoadBalancerType};
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::infrastructure::dns_type;
+use super::platform_blocks::dns_type;
 use crate::assets::cloud_access::{AccessRequest, AwsKeys, CloudAccess, LoadedAccess};
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::go_json::go_json_indented;
-use super::infrastructure::dns_type;
+use super::platform_blocks::dns_type;
 use crate::assets::cloud_access::{AccessRequest, CloudAccess, LoadedAccess, ServicePrincipal};
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, SecretMount, Syntax,

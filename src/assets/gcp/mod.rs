@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use md5::{Digest as _, Md5};
 use serde_json::{Map, Value, json};
 
-use super::infrastructure::dns_type;
+use super::platform_blocks::dns_type;
 use crate::assets::cloud_access::{AccessRequest, CloudAccess, LoadedAccess, ServiceAccount};
 use crate::assets::provider::{
     CcmSpec, CloudProviderConfig, Context, Provider, SecretData, Syntax,

@@ -132,7 +132,7 @@ pub fn infrastructure(
     os: &crate::installconfig::OpenStackPlatform,
     config: &InstallConfig,
 ) -> (Value, Value) {
-    let vips = crate::assets::infrastructure::Vips {
+    let vips = crate::assets::platform_blocks::Vips {
         api: &os.api_vips,
         ingress: &os.ingress_vips,
         load_balancer: os.load_balancer_type(),
