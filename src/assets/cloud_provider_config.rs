@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::cloud_access::{self, CloudAccess};
-use super::openstack::lookup::{self, CloudFacts};
+use super::cloud_facts::CloudFacts;
+use super::openstack::lookup;
 use super::options::{self, Options};
 use super::provider::{CloudProviderConfig, Context};
 use super::{cluster_id, install_config, platform};

@@ -17,6 +17,7 @@ pub mod bootkube;
 pub mod bootstrap;
 pub mod ccm;
 pub mod cloud_access;
+pub mod cloud_facts;
 pub mod cloud_provider_config;
 pub mod cluster_config;
 pub mod cluster_id;

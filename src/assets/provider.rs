@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::cloud_access::{AccessRequest, CloudAccess, LoadedAccess};
-use super::openstack::lookup::CloudFacts;
+use super::cloud_facts::CloudFacts;
 use super::options::Options;
 use crate::graph::{AssetError, File};
 use crate::installconfig::InstallConfig;

@@ -6,8 +6,8 @@
 //! CCM's `cloud-conf` (the cluster-cloud-controller-manager-operator's transform) and
 //! [`bootstrap`] into the bootstrap node's cloud.conf.
 
-use super::lookup::CloudFacts;
 use super::{CA_PATH, CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, Cloud};
+use crate::assets::cloud_facts::CloudFacts;
 use ccm_formats::gcfg::{self, Document, Section};
 
 /// Where the in-cluster CCM finds clouds.yaml (the mounted `openstack-cloud-credentials`).

@@ -8,8 +8,9 @@ mod online;
 mod session;
 
 pub use online::Online;
-
-use serde::{Deserialize, Serialize};
+// What this asset produces is defined below the provider contract, which carries it, and named
+// here too, beside the asset.
+pub use crate::assets::cloud_facts::CloudFacts;
 
 use super::Cloud;
 use crate::assets::cloud_access::{self, CloudAccess};
@@ -21,17 +22,6 @@ use crate::installconfig::InstallConfig;
 pub const ID: AssetId = "openstack/cloud-facts";
 /// [`ID`] with its content type, for `Parents::get`.
 pub const KEY: Key<Option<CloudFacts>> = Key::new(ID);
-
-/// What the cloud told us (or what `--offline` assumed).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CloudFacts {
-    /// The ID of `platform.openstack.externalNetwork`, when set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub floating_network_id: Option<String>,
-    /// Whether the catalog has a `load-balancer` (Octavia) endpoint.
-    pub load_balancer: bool,
-}
 
 /// Answers the questions the generator asks the cloud.
 pub trait Lookup: Send + Sync + std::fmt::Debug {
