@@ -10,36 +10,62 @@
 //! ```
 //! The platform-neutral assets ask the platform's [`provider::Provider`] (one module per
 //! platform, mapped in [`platform::PLATFORMS`]). `ccm-assets graph` prints the exact edges.
+//!
+//! The modules stand in floors, read bottom-up; each imports only from its own floor and the
+//! ones below, so no two modules import each other round a loop (`scripts/module-cycles.py`):
+//!
+//! ```text
+//! registry            this module: every asset, the targets
+//! neutral assets      cloud_provider_config, credentials, infrastructure, ccm/, bootstrap/,
+//!                     bootkube, cluster_id, cluster_config, trust_bundle
+//! platform table      platform: install-config platform → provider
+//! platforms           aws/, azure/, gcp/, ibm/ (what ibmcloud and powervs share), ibmcloud/,
+//!                     none, nutanix/, openstack/ (with the openstack/cloud-facts asset),
+//!                     powervs/, vsphere/
+//! provider contract   provider: what a platform contributes, and what it may read
+//! shared types        what the contract carries: install_config, cloud_access (every
+//!                     platform's access), cloud_facts, options; what platforms share:
+//!                     platform_blocks, go_json; and env, images
+//! ```
 
+// Shared types, and the input assets that carry them.
+pub mod cloud_access;
+pub mod cloud_facts;
+pub mod env;
+pub(crate) mod go_json;
+pub mod images;
+pub mod install_config;
+pub mod options;
+pub mod platform_blocks;
+
+// The provider contract.
+pub mod provider;
+
+// The platforms.
 pub mod aws;
 pub mod azure;
+pub mod gcp;
+pub mod ibm;
+pub mod ibmcloud;
+pub mod none;
+pub mod nutanix;
+pub mod openstack;
+pub mod powervs;
+pub mod vsphere;
+
+// The platform table.
+pub mod platform;
+
+// The platform-neutral assets.
 pub mod bootkube;
 pub mod bootstrap;
 pub mod ccm;
-pub mod cloud_access;
-pub mod cloud_facts;
 pub mod cloud_provider_config;
 pub mod cluster_config;
 pub mod cluster_id;
 pub mod credentials;
-pub mod env;
-pub mod gcp;
-pub(crate) mod go_json;
-pub mod ibm;
-pub mod ibmcloud;
-pub mod images;
 pub mod infrastructure;
-pub mod install_config;
-pub mod none;
-pub mod nutanix;
-pub mod openstack;
-pub mod options;
-pub mod platform;
-pub mod platform_blocks;
-pub mod powervs;
-pub mod provider;
 pub mod trust_bundle;
-pub mod vsphere;
 
 use crate::graph::{self, Asset, AssetId, Graph};
 use crate::installconfig::InstallConfig;

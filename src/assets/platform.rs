@@ -1,4 +1,7 @@
 //! The platform table: one row per install-config platform, in one flat list.
+//!
+//! It names every platform module, so none of them may import it: the platform-neutral assets,
+//! above it, find their platform's provider here.
 
 use super::provider::Provider;
 use super::{aws, azure, gcp, ibmcloud, none, nutanix, openstack, powervs, vsphere};

@@ -5,6 +5,9 @@
 //! `credentials`, `infrastructure`, `ccm`, `bootstrap/ccm`) hold the shared shapes and never
 //! switch over platforms. Every method has a default meaning "nothing here", so `none` and
 //! `baremetal` implement almost nothing.
+//!
+//! What the contract carries (`cloud_access`, `cloud_facts`, `options`) is defined below it,
+//! so this module names no platform, and every platform can name it.
 
 use std::collections::BTreeMap;
 
