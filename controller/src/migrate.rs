@@ -25,7 +25,7 @@ use kube::api::{Api, ListParams};
 use crate::cloud::OpenStack;
 use crate::cloud::load_balancing::{LoadBalancing, Octavia};
 use crate::cloud::octavia::{ACTIVE, Change, LoadBalancer};
-use crate::controllers::service::desired::ServiceId;
+use crate::controllers::service::names::ServiceId;
 use crate::controllers::service::ownership::{self, Found, Maker};
 use crate::controllers::service::reconcile::wants_load_balancer;
 use crate::controllers::service::{annotations, diff, names, wait};
@@ -88,7 +88,6 @@ pub(crate) enum Step {
 /// Pure: the step for `found` (with `others` other Services on it) going `to`.
 pub(crate) fn step(to: Target, found: &Found, others: usize, service: &ServiceId<'_>) -> Step {
     let in_tree = names::in_tree(service.uid);
-    let ours = names::load_balancer(service.cluster, service.namespace, service.name);
     let (lb, maker) = match found {
         Found::Nothing => return Step::Done("no load balancer".into()),
         Found::Foreign(lb) => {
@@ -109,9 +108,7 @@ pub(crate) fn step(to: Target, found: &Found, others: usize, service: &ServiceId
     };
     let (name, description) = match to {
         Target::InTree => (in_tree.clone(), format!("Kubernetes external service {in_tree}")),
-        Target::External => {
-            (ours.clone(), names::description(service.cluster, service.namespace, service.name))
-        }
+        Target::External => (service.load_balancer().to_owned(), service.description().to_owned()),
     };
     if lb.name == name {
         return Step::Done(format!("load balancer {} is already named {name:?}", lb.id));
@@ -241,7 +238,7 @@ async fn migrate(
 ) -> (String, bool) {
     let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
     let uid = service.metadata.uid.clone().unwrap_or_default();
-    let id = ServiceId { cluster, namespace: &namespace, name: &name, uid: &uid };
+    let id = ServiceId::new(cluster, &namespace, &name, &uid);
     let annotated = service.annotations().get(annotations::LOAD_BALANCER_ID).map(String::as_str);
     let found = match ownership::find(cloud.as_ref(), &id, annotated).await {
         Ok((found, _)) => found,
@@ -257,7 +254,7 @@ async fn migrate(
     let others = match &found {
         Found::Own(lb, _) => match cloud.tree(lb.clone()).await {
             Ok(tree) => {
-                let tags = ownership::service_tags(&id);
+                let tags = id.tags();
                 let on = diff::services_on(&tree);
                 on.into_iter().filter(|s| !tags.iter().any(|t| t == s)).count()
             }

@@ -1,8 +1,10 @@
+use std::sync::LazyLock;
+
 use super::*;
 
 const UID: &str = "6f1e0b9a-5d2c-4c8e-9f00-1234567890ab";
-const WEB: ServiceId<'static> =
-    ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: UID };
+static WEB: LazyLock<ServiceId<'static>> =
+    LazyLock::new(|| ServiceId::new("infra", "shop", "web", UID));
 const OURS: &str = "kube_service_infra_shop_web";
 const IN_TREE: &str = "a6f1e0b9a5d2c4c8e9f001234567890a";
 

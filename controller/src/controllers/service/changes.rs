@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use super::desired::ServiceId;
 use super::hold::{self, Held};
+use super::names::ServiceId;
 use super::ownership::{self, Maker};
-use super::{Error, Result, diff, names, wait};
+use super::{Error, Result, diff, wait};
 use crate::cloud::load_balancing::Octavia;
 use crate::cloud::octavia::{ACTIVE, Change, LoadBalancer, LoadBalancerSpec};
 
@@ -65,7 +65,7 @@ impl<O: Octavia> Changes<'_, O> {
         let lb = if lb.provisioning_status == ACTIVE { lb } else { self.active(&lb.id).await? };
         let doing = format!("reading load balancer {}", lb.id);
         let tree = self.cloud.tree(lb.clone()).await.map_err(Error::cloud(doing))?;
-        let tags = ownership::service_tags(id);
+        let tags = id.tags();
         let sharing = diff::services_on(&tree);
         let others = sharing.iter().filter(|s| !tags.iter().any(|t| t == *s)).count();
         if maker.is_none()
@@ -81,14 +81,11 @@ impl<O: Octavia> Changes<'_, O> {
             );
             return Err(Error::LeftAlone { reason: "SharedLoadBalancerFull", message });
         }
-        let mut named_after = Vec::new();
-        if !id.uid.is_empty() {
-            named_after.push(names::in_tree(id.uid));
-        }
+        let mut named_after: Vec<String> = id.in_tree().map(str::to_owned).into_iter().collect();
         if maker.is_some_and(|m| m != Maker::Us) {
             named_after.push(lb.name.clone());
         }
-        let mine = diff::Mine { tags: &tags, named_after: &named_after };
+        let mine = diff::Mine { tags, named_after: &named_after };
         let mut changes = diff::plan(&spec.listeners, &tree, mine).map_err(|taken| {
             let message = format!(
                 "port {}/{} is already used by another Service on load balancer {}",

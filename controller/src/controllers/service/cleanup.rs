@@ -7,7 +7,7 @@ use kube::ResourceExt;
 use kube::runtime::events::EventType;
 use serde_json::json;
 
-use super::desired::ServiceId;
+use super::names::ServiceId;
 use super::ownership::{self, Found};
 use super::service_api::write_ingress;
 use super::{
@@ -27,7 +27,7 @@ pub(super) async fn cleanup<L: LoadBalancing>(
         annotations::settings_for_cleanup(service.annotations(), &ctx.defaults, &ctx.classes);
     let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
     let uid = service.metadata.uid.clone().unwrap_or_default();
-    let id = ServiceId { cluster: &ctx.cluster, namespace: &namespace, name: &name, uid: &uid };
+    let id = ServiceId::new(&ctx.cluster, &namespace, &name, &uid);
     let annotated = settings.load_balancer_id.as_deref();
     let (found, own) = match ownership::find(ctx.cloud.as_ref(), &id, annotated).await?.0 {
         Found::Own(lb, _) => (Some(lb), true),
@@ -47,7 +47,7 @@ pub(super) async fn cleanup<L: LoadBalancing>(
         };
         let doing = format!("reading load balancer {}", lb.id);
         let tree = ctx.cloud.tree(lb.clone()).await.map_err(Error::cloud(doing))?;
-        let tags = ownership::service_tags(&id);
+        let tags = id.tags();
         let others = diff::services_on(&tree).into_iter().filter(|s| !tags.iter().any(|t| t == s));
         if (own || names::is_ours(&lb.tags)) && others.count() == 0 {
             // The last Service on its own load balancer, or on one this controller made for
@@ -57,8 +57,8 @@ pub(super) async fn cleanup<L: LoadBalancing>(
             vip_port::clean_left(ctx.cloud.as_ref(), &lb, &id, settings.keep_floating_ip).await?;
         } else {
             // Shared with other Services: only this Service's listeners go.
-            let lb_name = tags[0].clone();
-            let spec = LoadBalancerSpec { name: lb_name, ..LoadBalancerSpec::default() };
+            let name = id.load_balancer().to_owned();
+            let spec = LoadBalancerSpec { name, ..LoadBalancerSpec::default() };
             let plan = changes.plan(lb, ctx.target(&spec, &id, None, false)).await?;
             if !plan.changes.is_empty() {
                 ctx.event(service, EventType::Normal, "EnsuringLoadBalancer", plan.summary()).await;

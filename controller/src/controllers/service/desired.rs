@@ -2,21 +2,11 @@
 //! the eligible nodes and its [`Settings`]; pure, so the diff and the create share one truth.
 
 use super::annotations::Settings;
-use super::names;
+use super::names::{self, ServiceId};
 use crate::cloud::octavia::{ListenerSpec, LoadBalancerSpec, MemberSpec, MonitorSpec, PoolSpec};
 
 /// Nodes carrying this label never become members (Kubernetes' well-known label).
 pub(crate) const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
-
-/// Which Service, in which cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ServiceId<'a> {
-    pub(crate) cluster: &'a str,
-    pub(crate) namespace: &'a str,
-    pub(crate) name: &'a str,
-    /// `metadata.uid` (the in-tree provider named load balancers after it).
-    pub(crate) uid: &'a str,
-}
 
 /// One port of the Service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,13 +86,13 @@ pub(crate) fn load_balancer(
     settings: &Settings,
     vip: &Vip,
 ) -> Result<LoadBalancerSpec, String> {
-    let name = names::load_balancer(service.cluster, service.namespace, service.name);
+    let name = service.load_balancer().to_owned();
     let mut listeners = Vec::with_capacity(ports.len());
     for (index, port) in ports.iter().enumerate() {
         listeners.push(listener(index, &name, port, backends, source_ranges, settings)?);
     }
     Ok(LoadBalancerSpec {
-        description: names::description(service.cluster, service.namespace, service.name),
+        description: service.description().to_owned(),
         tags: vec![name.clone(), names::OWNER_TAG.to_owned()],
         vip_port_id: vip.port_id.clone(),
         vip_subnet_id: vip.port_id.is_none().then(|| vip.subnet_id.clone()).flatten(),

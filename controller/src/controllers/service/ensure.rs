@@ -8,7 +8,8 @@ use kube::runtime::events::EventType;
 
 use super::annotations::{self, Settings};
 use super::changes::Target;
-use super::desired::{self, NodeView, Port, ServiceId, Vip};
+use super::desired::{self, NodeView, Port, Vip};
+use super::names::ServiceId;
 use super::one_writer::Turn;
 use super::ownership::{self, Found, Maker};
 use super::service_api::{clear_load_balancer_id, set_ingress, write_load_balancer_id};
@@ -63,7 +64,7 @@ pub(super) async fn ensure<L: LoadBalancing>(
     let settings = settings(service, ctx)?;
     let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
     let uid = service.metadata.uid.clone().unwrap_or_default();
-    let id = ServiceId { cluster: &ctx.cluster, namespace: &namespace, name: &name, uid: &uid };
+    let id = ServiceId::new(&ctx.cluster, &namespace, &name, &uid);
     let nodes: Vec<NodeView> = ctx.nodes.state().iter().map(|n| node_view(n)).collect();
     let backends = desired::backends(&nodes, &settings);
     let keep_members = desired::none_eligible(&nodes);

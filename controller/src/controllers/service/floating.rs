@@ -7,8 +7,8 @@
 //! its load balancer is adopted, so that no later rename of the load balancer can orphan it.
 
 use super::annotations::Settings;
-use super::desired::ServiceId;
 use super::floating_subnet::Matcher;
+use super::names::ServiceId;
 use super::{Error, Result, names, ownership};
 use crate::cloud::floating_ips::{FloatingIp, FloatingIpSpec};
 use crate::cloud::load_balancing::LoadBalancing;

@@ -40,7 +40,7 @@ use crate::cloud;
 use crate::cloud::octavia::LoadBalancerSpec;
 use crate::controllers::projection::CachedNode;
 use crate::metrics::Metrics;
-use desired::ServiceId;
+use names::ServiceId;
 
 /// The finalizer the upstream service controller uses: the Service is not removed before its
 /// load balancer (and the floating IP and security group the controller made) is gone.

@@ -22,6 +22,66 @@ pub(crate) const LOAD_BALANCER_PREFIX: &str = "kube_service_";
 /// upstream CCM made without the flag.
 pub(crate) const DEFAULT_CLUSTER: &str = "kubernetes";
 
+/// Which Service, in which cluster, with the names its objects are made and found by,
+/// computed once (`ServiceId::new`): its load-balancer name (also the tag naming it on a
+/// listener or a shared load balancer), the one upstream gives it under the default cluster
+/// name, the load balancer's description, the in-tree provider's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServiceId<'a> {
+    pub(crate) cluster: &'a str,
+    pub(crate) namespace: &'a str,
+    pub(crate) name: &'a str,
+    /// `metadata.uid` (the in-tree provider named load balancers after it).
+    pub(crate) uid: &'a str,
+    /// [`load_balancer`] in `cluster`, then, when the cluster has its own name, in upstream's
+    /// [`DEFAULT_CLUSTER`].
+    tags: Vec<String>,
+    description: String,
+    in_tree: Option<String>,
+}
+
+impl<'a> ServiceId<'a> {
+    pub(crate) fn new(cluster: &'a str, namespace: &'a str, name: &'a str, uid: &'a str) -> Self {
+        let mut tags = vec![load_balancer(cluster, namespace, name)];
+        if cluster != DEFAULT_CLUSTER {
+            tags.push(load_balancer(DEFAULT_CLUSTER, namespace, name));
+        }
+        let description = description(cluster, namespace, name);
+        let in_tree = (!uid.is_empty()).then(|| in_tree(uid));
+        ServiceId { cluster, namespace, name, uid, tags, description, in_tree }
+    }
+
+    /// `kube_service_<cluster>_<namespace>_<name>` ([`load_balancer`]).
+    pub(crate) fn load_balancer(&self) -> &str {
+        &self.tags[0]
+    }
+
+    /// The tags that name this Service on a listener or among a load balancer's sharers: its
+    /// load-balancer name and, when the cluster has its own name, the one upstream would give
+    /// it under the default cluster name.
+    pub(crate) fn tags(&self) -> &[String] {
+        &self.tags
+    }
+
+    /// The clusters whose controllers' names and descriptions count as marks for the Service
+    /// (its own, and upstream's default), each with the Service's load-balancer name there.
+    pub(crate) fn clusters(&self) -> impl Iterator<Item = (&'a str, &str)> {
+        let default = (self.cluster != DEFAULT_CLUSTER).then_some(DEFAULT_CLUSTER);
+        std::iter::once(self.cluster).chain(default).zip(self.tags.iter().map(String::as_str))
+    }
+
+    /// The description upstream (and this controller) gives its load balancer
+    /// ([`description`]).
+    pub(crate) fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The in-tree provider's name for its load balancer ([`in_tree`]); none without a UID.
+    pub(crate) fn in_tree(&self) -> Option<&str> {
+        self.in_tree.as_deref()
+    }
+}
+
 /// True when `tags` hold [`OWNER_TAG`]: this controller created the object.
 pub(crate) fn is_ours(tags: &[String]) -> bool {
     tags.iter().any(|t| t == OWNER_TAG)

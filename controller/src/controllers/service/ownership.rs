@@ -17,8 +17,8 @@
 //! Adopting is relabelling, never recreating: the same load balancer, VIP, floating IP and
 //! listeners, with our tags added (and, for the `kubernetes` cluster name, our names).
 
-use super::desired::ServiceId;
-use super::{Error, Result, names};
+use super::names::{self, ServiceId};
+use super::{Error, Result};
 use crate::cloud::floating_ips::FloatingIp;
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{Change, LoadBalancer};
@@ -50,17 +50,6 @@ pub(crate) enum Found {
     Foreign(LoadBalancer),
 }
 
-/// The tags that name this Service on a listener or among a load balancer's sharers: its
-/// load-balancer name and, when the cluster has its own name, the one upstream would give it
-/// under the default cluster name.
-pub(crate) fn service_tags(service: &ServiceId<'_>) -> Vec<String> {
-    let mut tags = vec![names::load_balancer(service.cluster, service.namespace, service.name)];
-    if service.cluster != names::DEFAULT_CLUSTER {
-        tags.push(names::load_balancer(names::DEFAULT_CLUSTER, service.namespace, service.name));
-    }
-    tags
-}
-
 /// Who made `lb` for `service`, if it is the Service's own.
 pub(crate) fn maker(lb: &LoadBalancer, service: &ServiceId<'_>) -> Option<Maker> {
     let ours = names::is_ours(&lb.tags);
@@ -68,21 +57,21 @@ pub(crate) fn maker(lb: &LoadBalancer, service: &ServiceId<'_>) -> Option<Maker>
     let described = |cluster: &str| {
         lb.description == names::description(cluster, service.namespace, service.name)
     };
-    let in_tree = names::in_tree(service.uid);
-    if lb.name == names::load_balancer(service.cluster, service.namespace, service.name) {
-        return match (ours, tagged || described(service.cluster)) {
+    if lb.name == service.load_balancer() {
+        return match (ours, tagged || lb.description == service.description()) {
             (true, _) => Some(Maker::Us),
             (false, true) => Some(Maker::Upstream),
             (false, false) => None,
         };
     }
-    if service.cluster != names::DEFAULT_CLUSTER
-        && lb.name == names::load_balancer(names::DEFAULT_CLUSTER, service.namespace, service.name)
+    if service.tags().get(1).is_some_and(|default| lb.name == *default)
         && (tagged || described(names::DEFAULT_CLUSTER))
     {
         return Some(Maker::DefaultCluster);
     }
-    if !service.uid.is_empty() && lb.name == in_tree {
+    if let Some(in_tree) = service.in_tree()
+        && lb.name == in_tree
+    {
         if ours {
             return Some(Maker::Us);
         }
@@ -96,10 +85,9 @@ pub(crate) fn maker(lb: &LoadBalancer, service: &ServiceId<'_>) -> Option<Maker>
 /// name, our name and description); `None` when it has them. Made after its listeners, so that
 /// a relabel cut short is found again by its old marks and finished.
 pub(crate) fn relabel(lb: &LoadBalancer, service: &ServiceId<'_>, maker: Maker) -> Option<Change> {
-    let ours = names::load_balancer(service.cluster, service.namespace, service.name);
     let (name, description) = match maker {
         Maker::DefaultCluster => {
-            (ours.clone(), names::description(service.cluster, service.namespace, service.name))
+            (service.load_balancer().to_owned(), service.description().to_owned())
         }
         Maker::Us | Maker::Upstream | Maker::InTree => (lb.name.clone(), lb.description.clone()),
     };
@@ -111,10 +99,9 @@ pub(crate) fn relabel(lb: &LoadBalancer, service: &ServiceId<'_>, maker: Maker) 
 /// `lb`'s tags with ours (the Service's load-balancer name and the owner tag) added and the
 /// Service's name under the default cluster name dropped; every other tag kept.
 pub(crate) fn our_tags(lb: &LoadBalancer, service: &ServiceId<'_>) -> Vec<String> {
-    let ours = names::load_balancer(service.cluster, service.namespace, service.name);
-    let stale = service_tags(service).into_iter().filter(|t| *t != ours).collect::<Vec<_>>();
+    let stale = &service.tags()[1..];
     let mut tags: Vec<String> = lb.tags.iter().filter(|t| !stale.contains(t)).cloned().collect();
-    for tag in [ours, names::OWNER_TAG.to_owned()] {
+    for tag in [service.load_balancer().to_owned(), names::OWNER_TAG.to_owned()] {
         if !tags.contains(&tag) {
             tags.push(tag);
         }
@@ -146,14 +133,13 @@ pub(crate) async fn find<L: LoadBalancing>(
             Err(source) => return Err(Error::Cloud { doing, source }),
         }
     }
-    let ours = names::load_balancer(service.cluster, service.namespace, service.name);
-    let found = named(cloud, service, &ours).await?;
-    if found != Found::Nothing || service.uid.is_empty() {
+    let found = named(cloud, service, service.load_balancer()).await?;
+    let Some(in_tree) = service.in_tree().filter(|_| found == Found::Nothing) else {
         return Ok((found, stale));
-    }
+    };
     // Made by the in-tree provider before the move to this controller? Its name comes from
     // the UID, so nobody else's can match; a foreign one of that name is only reported.
-    let found = match named(cloud, service, &names::in_tree(service.uid)).await? {
+    let found = match named(cloud, service, in_tree).await? {
         Found::Foreign(_) => Found::Nothing,
         other => other,
     };
@@ -178,13 +164,6 @@ async fn named<L: LoadBalancing>(cloud: &L, service: &ServiceId<'_>, name: &str)
     })
 }
 
-/// The clusters whose controllers' descriptions count as marks for the Service: its own, and
-/// upstream's default.
-fn clusters<'a>(service: &ServiceId<'a>) -> impl Iterator<Item = &'a str> {
-    let default = (service.cluster != names::DEFAULT_CLUSTER).then_some(names::DEFAULT_CLUSTER);
-    std::iter::once(service.cluster).chain(default)
-}
-
 /// A floating IP on the VIP of the Service's own load balancer `lb` that a controller
 /// allocated for it, and so releases with it: ours (tagged, or described as ours when a kill
 /// came before the tags; also one allocated with the address `spec.loadBalancerIP` asked for
@@ -201,13 +180,12 @@ pub(crate) fn floating_ip_is_own(
     lb: &LoadBalancer,
     service: &ServiceId<'_>,
 ) -> bool {
-    let in_tree = !service.uid.is_empty() && lb.name == names::in_tree(service.uid);
+    let in_tree = service.in_tree().is_some_and(|in_tree| lb.name == in_tree);
     let (namespace, name) = (service.namespace, service.name);
     names::is_ours(&fip.tags)
-        || clusters(service).any(|cluster| {
+        || service.clusters().any(|(cluster, lb_name)| {
             fip.description == names::upstream_floating_ip(cluster, namespace, name)
-                || fip.description
-                    == names::earlier_floating_ip(&names::load_balancer(cluster, namespace, name))
+                || fip.description == names::earlier_floating_ip(lb_name)
         })
         || (in_tree && fip.description.is_empty() && fip.tags.is_empty())
 }
@@ -232,7 +210,7 @@ pub(crate) fn floating_ip_marks(fip: &FloatingIp, service: &ServiceId<'_>) -> Fl
     let (cluster, namespace, name) = (service.cluster, service.namespace, service.name);
     let description =
         fip.description.is_empty().then(|| names::upstream_floating_ip(cluster, namespace, name));
-    let ours = [names::load_balancer(cluster, namespace, name), names::OWNER_TAG.to_owned()];
+    let ours = [service.load_balancer().to_owned(), names::OWNER_TAG.to_owned()];
     let tags = ours.into_iter().filter(|t| !fip.tags.contains(t)).collect();
     FloatingIpMarks { description, tags }
 }
@@ -243,10 +221,9 @@ pub(crate) fn floating_ip_marks(fip: &FloatingIp, service: &ServiceId<'_>) -> Fl
 pub(crate) fn security_group_is_own(group: &SecurityGroup, service: &ServiceId<'_>) -> bool {
     let (namespace, name) = (service.namespace, service.name);
     names::is_ours(&group.tags)
-        || clusters(service).any(|cluster| {
-            let lb = names::load_balancer(cluster, namespace, name);
+        || service.clusters().any(|(cluster, lb)| {
             group.description == names::upstream_security_group(cluster, namespace, name)
-                || group.description == names::security_group_description(namespace, name, &lb)
+                || group.description == names::security_group_description(namespace, name, lb)
         })
 }
 

@@ -18,7 +18,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::desired::{Backend, Port, ServiceId};
+use super::desired::{Backend, Port};
+use super::names::ServiceId;
 use super::{Error, Result, names, ownership};
 use crate::cloud::octavia::LoadBalancer;
 use crate::cloud::revision::{self, Written};

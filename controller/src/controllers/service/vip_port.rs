@@ -7,7 +7,7 @@
 //! no port a user made is touched. Floating IPs on it go as on delete: a controller's released
 //! (unless `keep-floatingip`), a user's let go.
 
-use super::desired::ServiceId;
+use super::names::ServiceId;
 use super::{Error, Result, floating};
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::neutron::OwnedPort;

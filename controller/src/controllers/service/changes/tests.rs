@@ -3,7 +3,7 @@
 //! read), a call on a locked one is answered 409, a new listener or pool comes alone.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use super::*;
 use crate::cloud;
@@ -276,8 +276,8 @@ impl Octavia for Memory {
     }
 }
 
-const WEB: ServiceId<'static> =
-    ServiceId { cluster: "prod", namespace: "shop", name: "web", uid: "" };
+static WEB: LazyLock<ServiceId<'static>> =
+    LazyLock::new(|| ServiceId::new("prod", "shop", "web", ""));
 
 fn changes(memory: &Memory) -> Changes<'_, Memory> {
     Changes { cloud: memory, wait_limit: wait::LIMIT }
@@ -430,7 +430,7 @@ async fn a_full_shared_load_balancer_and_a_port_another_service_holds_leave_the_
     let memory = Memory::default();
     let mut shared = ours();
     shared.lb.id = "lb-shared".into();
-    let other = ServiceId { name: "api", ..WEB };
+    let other = ServiceId::new(WEB.cluster, WEB.namespace, "api", WEB.uid);
     let mut taken = spec(&["10.0.0.5"]).listeners.remove(0);
     taken.tags = listener_tags(&other);
     let lb = memory.with(shared);

@@ -1,6 +1,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use std::sync::LazyLock;
+
 use super::*;
 use crate::controllers::service::annotations::Monitor;
 
@@ -12,8 +14,8 @@ fn node(name: &str, ip: &str) -> NodeView {
     NodeView { name: name.into(), ready: true, internal_ip: Some(ip.into()), ..NodeView::default() }
 }
 
-const WEB: ServiceId<'static> =
-    ServiceId { cluster: "kubernetes", namespace: "default", name: "web", uid: "" };
+static WEB: LazyLock<ServiceId<'static>> =
+    LazyLock::new(|| ServiceId::new("kubernetes", "default", "web", ""));
 
 fn ports() -> Vec<Port> {
     vec![
@@ -67,7 +69,7 @@ fn every_port_gets_a_listener_pool_and_members_on_its_node_port() {
 #[test]
 fn a_long_cluster_name_keeps_every_name_and_description_within_octavias_255_bytes() {
     let cluster = "c".repeat(250);
-    let long = ServiceId { cluster: &cluster, ..WEB };
+    let long = ServiceId::new(&cluster, WEB.namespace, WEB.name, WEB.uid);
     let vip = Vip { subnet_id: Some("sub".into()), ..Vip::default() };
     let backends = backends(&[node("a", "10.0.0.1")], &settings());
     let spec = load_balancer(&long, &ports(), &backends, &[], &settings(), &vip).unwrap();

@@ -1,8 +1,10 @@
+use std::sync::LazyLock;
+
 use super::*;
 
 const UID: &str = "6f1e0b9a-5d2c-4c8e-9f00-1234567890ab";
-const WEB: ServiceId<'static> =
-    ServiceId { cluster: "infra-7x", namespace: "shop", name: "web", uid: UID };
+static WEB: LazyLock<ServiceId<'static>> =
+    LazyLock::new(|| ServiceId::new("infra-7x", "shop", "web", UID));
 
 fn lb(name: &str, description: &str, tags: &[&str]) -> LoadBalancer {
     LoadBalancer {
@@ -53,10 +55,10 @@ fn a_name_with_a_makers_mark_is_the_services_own_and_a_name_alone_is_not() {
 
 #[test]
 fn with_the_default_cluster_name_only_the_name_itself_is_looked_for() {
-    let web = ServiceId { cluster: "kubernetes", ..WEB };
-    assert_eq!(service_tags(&web), [DEFAULT]);
+    let web = ServiceId::new("kubernetes", WEB.namespace, WEB.name, WEB.uid);
+    assert_eq!(web.tags(), [DEFAULT]);
     assert_eq!(maker(&lb(DEFAULT, "", &[DEFAULT]), &web), Some(Maker::Upstream));
-    assert_eq!(service_tags(&WEB), [OURS, DEFAULT]);
+    assert_eq!(WEB.tags(), [OURS, DEFAULT]);
 }
 
 #[test]

@@ -389,7 +389,7 @@ fn upstream_layout() -> neutron::Fake {
 
 #[tokio::test]
 async fn upstreams_group_behind_an_amphora_is_taken_over_with_its_member_subnet_rule_as_it_is() {
-    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let service = ServiceId::new("infra", "shop", "web", "u1");
     let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
     let members = [member("10.0.0.5")];
     for ranges in [vec![], vec!["192.0.2.0/24".to_owned()]] {
@@ -409,7 +409,7 @@ async fn upstreams_group_behind_an_amphora_is_taken_over_with_its_member_subnet_
 #[tokio::test]
 async fn behind_an_amphora_on_another_subnet_the_vip_subnet_is_let_in_too() {
     let cloud = member_with_its_node_group(None);
-    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let service = ServiceId::new("infra", "shop", "web", "u1");
     let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
     let lb = amphora("vip-subnet");
     let node_ports = [port("TCP", 30080)];
@@ -488,7 +488,7 @@ fn in_tree_layout() -> neutron::Fake {
 #[tokio::test]
 async fn the_in_tree_layout_moves_to_ours_without_a_moment_where_the_node_port_is_refused() {
     let cloud = in_tree_layout();
-    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let service = ServiceId::new("infra", "shop", "web", "u1");
     let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
     let members = [member("10.0.0.5")];
     // Someone tags the group between our read of it and our tags: theirs is kept.
@@ -561,7 +561,7 @@ fn member_with_its_node_group(interloper: Option<&str>) -> neutron::Fake {
 #[tokio::test]
 async fn a_service_deleted_before_the_take_over_leaves_no_rule_in_the_nodes_groups() {
     let cloud = in_tree_layout();
-    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let service = ServiceId::new("infra", "shop", "web", "u1");
     let owner = Owner { service: &service, load_balancer: "" };
     // Once the Service goes nothing needs its NodePort: the fake's check is off.
     let cloud = neutron::Fake { node_port: 1, ..cloud };
@@ -576,7 +576,7 @@ async fn a_service_deleted_before_the_take_over_leaves_no_rule_in_the_nodes_grou
 #[tokio::test]
 async fn a_port_changed_by_another_writer_is_read_again_and_keeps_both_groups() {
     let cloud = member_with_its_node_group(Some("another-service"));
-    let service = ServiceId { cluster: "infra", namespace: "shop", name: "web", uid: "u1" };
+    let service = ServiceId::new("infra", "shop", "web", "u1");
     let owner = Owner { service: &service, load_balancer: "kube_service_infra_shop_web" };
     ensure(&cloud, owner, None, &[port("TCP", 30080)], &[], &[member("10.0.0.5")]).await.unwrap();
     let state = cloud.state.lock().unwrap();
