@@ -1,6 +1,7 @@
 //! A slow front for a Kubernetes API server: forwards every request and answers the ones a
-//! [`Delay`] chooses late, so that ordering races (a CCM acting before its Node cache synced)
-//! show in tests.
+//! [`Delay`] chooses late, or passes a watch's events on late, so that ordering races (a CCM
+//! acting before its Node cache synced, or on a cached copy older than its own write) show in
+//! tests.
 //!
 //! The fake API server answers at once, so such a race never loses against it. Behind a
 //! [`KubeFront`] the client (the CCM binary through [`KubeFront::kubeconfig`], or a kube client)
@@ -20,6 +21,7 @@ use std::time::Duration;
 use axum::body::Body;
 use base64::Engine as _;
 use ccm_tls_explain::chain;
+use futures::StreamExt as _;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
@@ -185,6 +187,7 @@ enum Policy {
     None,
     Lists { resource: String, by: Duration },
     Random { max: Duration, state: u64 },
+    WatchEvents { resource: String, by: Duration },
 }
 
 impl Delay {
@@ -206,13 +209,30 @@ impl Delay {
         Delay(Policy::Random { max, state: seed })
     }
 
+    /// Every WATCH of `resource` passes each piece of its answer (its events as they come)
+    /// on `by` after the previous one: a cache fed by it lags the server by at least `by`, as
+    /// one behind a busy API server does, and a client reads its own writes' answers before
+    /// their events. The watch's headers, lists, gets and writes answer at once.
+    pub fn watch_events_of(resource: &str, by: Duration) -> Delay {
+        Delay(Policy::WatchEvents { resource: resource.to_owned(), by })
+    }
+
     /// The delay of one request (`target`: its path and query), `None` when it has none.
     fn choose(&mut self, method: &str, target: &str) -> Option<Duration> {
         let read = read(method, target)?;
         match &mut self.0 {
-            Policy::None => None,
+            Policy::None | Policy::WatchEvents { .. } => None,
             Policy::Lists { resource, by } => (read == Read::List(resource)).then_some(*by),
             Policy::Random { max, state } => Some(uniform(splitmix(state), *max)),
+        }
+    }
+
+    /// How late each piece of the answer to one request is passed on, `None` when at once.
+    fn each_piece(&self, method: &str, target: &str) -> Option<Duration> {
+        let read = read(method, target)?;
+        match &self.0 {
+            Policy::WatchEvents { resource, by } => (read == Read::Watch(resource)).then_some(*by),
+            _ => None,
         }
     }
 }
@@ -392,10 +412,17 @@ async fn forward(
         Ok(body) => body,
         Err(e) => return Ok(failure(StatusCode::BAD_REQUEST, &chain(&e))),
     };
-    let delay = lock(&shared.delay).choose(parts.method.as_str(), &target);
+    let (delay, lag) = {
+        let mut policy = lock(&shared.delay);
+        let method = parts.method.as_str();
+        (policy.choose(method, &target), policy.each_piece(method, &target))
+    };
     if let Some(delay) = delay {
         shared.delayed.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(delay).await;
+    }
+    if lag.is_some() {
+        shared.delayed.fetch_add(1, Ordering::SeqCst);
     }
     let mut headers = parts.headers;
     // The upstream sees the front's identity, never the client's, and its own host name.
@@ -414,7 +441,15 @@ async fn forward(
     let status = answer.status();
     let mut headers = answer.headers().clone();
     end_to_end(&mut headers);
-    let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+    let pieces = answer.bytes_stream();
+    let body = match lag {
+        None => Body::from_stream(pieces),
+        Some(by) => Body::from_stream(pieces.then(move |piece| async move {
+            tokio::time::sleep(by).await;
+            piece
+        })),
+    };
+    let mut response = Response::new(body);
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     Ok(response)

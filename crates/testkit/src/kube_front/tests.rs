@@ -76,6 +76,47 @@ fn lists_of_holds_that_resources_lists_only() {
 }
 
 #[test]
+fn watch_events_of_lags_that_resources_watches_only() {
+    let mut delay = Delay::watch_events_of("services", SLOW);
+    let watch = "/api/v1/services?watch=true&resourceVersion=7";
+    assert_eq!(delay.each_piece("GET", watch), Some(SLOW));
+    assert_eq!(delay.each_piece("GET", "/api/v1/namespaces/ns/services?watch=1"), Some(SLOW));
+    assert_eq!(delay.choose("GET", watch), None, "the headers come at once");
+    assert_eq!(delay.each_piece("GET", "/api/v1/services"), None);
+    assert_eq!(delay.each_piece("GET", "/api/v1/nodes?watch=true"), None);
+    assert_eq!(delay.each_piece("PATCH", "/api/v1/namespaces/ns/services/web"), None);
+    assert_eq!(Delay::none().each_piece("GET", watch), None);
+}
+
+#[tokio::test]
+async fn a_lagging_watch_passes_an_event_on_late_and_a_get_reads_the_write_at_once() {
+    let fake = FakeApiServer::start().await.expect("fake API server");
+    let front = front_of(&fake, Delay::watch_events_of("nodes", SLOW)).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nodes = nodes(&front, dir.path()).await;
+    let list = nodes.list(&ListParams::default()).await.expect("a list");
+    let version = list.metadata.resource_version.expect("a list's resourceVersion");
+    let watch = nodes.watch(&WatchParams::default().timeout(60), &version).await;
+    let mut events = watch.expect("a watch").boxed();
+
+    let created = Instant::now();
+    fake.create("v1", "nodes", "", NodeFixture::tainted("late").build());
+    nodes.get("late").await.expect("the new node, read at once");
+    let added = async {
+        while let Some(event) = events.next().await {
+            if let WatchEvent::Added(node) = event.expect("a watch event") {
+                return node.metadata.name;
+            }
+        }
+        None
+    };
+    let added = tokio::time::timeout(Duration::from_secs(10), added).await;
+    assert_eq!(added.expect("the ADDED event within 10 s").as_deref(), Some("late"));
+    assert!(created.elapsed() >= SLOW, "passed on after {:?}", created.elapsed());
+    assert_eq!(front.delayed(), 1, "the watch, counted once: {:?}", front.requests());
+}
+
+#[test]
 fn a_random_delay_repeats_with_its_seed() {
     let max = Duration::from_millis(500);
     let requests = [
