@@ -134,7 +134,11 @@ pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &CachedNode) -> Result
         .map_err(|source| Error::Cloud { node: name.clone(), source })?;
     let plan = plan(ctx, node, &instance, region.as_deref())?;
     // The status write bumps resourceVersion: guard the next patch with the new one.
+    let live = |n: &str| ctx.nodes.get(&ObjectRef::new(n)).is_some();
     let updated = patch_addresses(ctx, node, &plan.addresses).await?;
+    if let Some(updated) = &updated {
+        ctx.own_writes.wrote(&name, node.resource_version(), updated.resource_version(), live);
+    }
     let resource_version = updated.as_ref().unwrap_or(node).resource_version();
     let remaining: Vec<_> =
         taints(node).into_iter().filter(|t| t.key != UNINITIALIZED_TAINT).collect();
@@ -146,13 +150,12 @@ pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &CachedNode) -> Result
         "metadata": {"resourceVersion": resource_version, "labels": plan.labels},
         "spec": spec,
     });
-    ctx.api()
+    let written = ctx
+        .api()
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|source| Error::Kube { node: name.clone(), source })?;
-    let replaced = [node.resource_version(), updated.and_then(|n| n.resource_version())];
-    let live = |n: &str| ctx.nodes.get(&ObjectRef::new(n)).is_some();
-    ctx.own_writes.record(&name, replaced.into_iter().flatten().collect(), live);
+    ctx.own_writes.wrote(&name, node.resource_version(), written.resource_version(), live);
     tracing::info!(node = %name, server = %instance.server.id, "initialized");
     Ok(())
 }
@@ -164,7 +167,10 @@ pub(crate) async fn reconcile<C: Cloud>(
     ctx: Arc<Context<C>>,
 ) -> Result<Action> {
     // A copy older than our own write would initialize the node a second time.
-    if ctx.own_writes.is_stale(&node) || !ctx.initialize || !has_taint(&node, UNINITIALIZED_TAINT) {
+    if ctx.own_writes.is_stale(&node.name_any(), node.resource_version())
+        || !ctx.initialize
+        || !has_taint(&node, UNINITIALIZED_TAINT)
+    {
         return Ok(Action::await_change());
     }
     match initialize(&ctx, &node).await {

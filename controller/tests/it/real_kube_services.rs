@@ -1,13 +1,15 @@
 //! The service controller against the real API server (scripts/kube-up.sh) and the real
 //! Octavia (scripts/openstack-up.sh): a LoadBalancer Service gets our finalizer and its ingress
-//! in `status`; deleted, it loses its load balancer, then the finalizer, and is gone.
+//! in `status`; deleted, it loses its load balancer, then the finalizer, and is gone. Behind a
+//! lagging Service watch, each change is written once.
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use testkit::kube::load_balancer_service;
-use testkit::kube_stack::{AuditLog, KubeStack, request, unique};
+use testkit::kube_front::{Delay, KubeFront, Upstream};
+use testkit::kube_stack::{AuditLog, KubeStack, Namespace, request, unique};
 use testkit::stack::StackEnv;
 
 use crate::load_balancer::{FINALIZER, clouds_conf, lb_list, node, until};
@@ -88,6 +90,66 @@ impl Drop for Cleanup {
     }
 }
 
+/// One test's cluster of its own: a namespace, a member Node, a LoadBalancer Service `web` in
+/// it (its nodePort the real server's to allocate), the cloud.conf, an identity for the CCM,
+/// and the cluster name in every load-balancer name; undone when dropped.
+struct Scene {
+    stack: KubeStack,
+    env: StackEnv,
+    ns: String,
+    dir: tempfile::TempDir,
+    /// The CCM's user name (its client certificate's).
+    user: String,
+    cluster: String,
+    load_balancer: String,
+    /// The audit log from before the Service was made.
+    audit: AuditLog,
+    conf: std::path::PathBuf,
+    // Dropped in this order: the Service's finalizer and the Node first, then the namespace.
+    _cleanup: Cleanup,
+    _namespace: Namespace,
+}
+
+impl Scene {
+    /// A kubeconfig for the CCM's user, with every right.
+    fn kubeconfig(&self) -> std::path::PathBuf {
+        self.stack.client_kubeconfig(self.dir.path(), &self.user, &["system:masters"])
+    }
+
+    fn new(prefix: &str, node_ip: &str) -> Scene {
+        let (stack, env) = (KubeStack::load(), StackEnv::load());
+        let namespace = stack.namespace(&format!("ccm-{prefix}"));
+        let ns = namespace.name.clone();
+        let dir = tempfile::tempdir().unwrap();
+        let user = unique(&format!("ccm-{prefix}"));
+        let cluster = unique(prefix).replace('-', "");
+        let load_balancer = format!("kube_service_{cluster}_{ns}_web");
+        let node_name = unique("occm-member");
+        let cleanup = Cleanup::new(&stack, &env, &node_name, &ns, &cluster);
+        let audit = stack.audit();
+        stack.create(&node(&node_name, node_ip).to_string());
+        let mut service = load_balancer_service(&ns, "web", &[(80, 0)]);
+        service["spec"]["ports"][0].as_object_mut().unwrap().remove("nodePort");
+        stack.create(&service.to_string());
+        let conf = dir.path().join("cloud.conf");
+        let subnet = format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]);
+        std::fs::write(&conf, clouds_conf(&env, &env["OPENSTACK_CLOUD_APPCRED"], &subnet)).unwrap();
+        Scene {
+            stack,
+            env,
+            ns,
+            dir,
+            user,
+            cluster,
+            load_balancer,
+            audit,
+            conf,
+            _cleanup: cleanup,
+            _namespace: namespace,
+        }
+    }
+}
+
 /// The requests on the namespace's Services (by `user`; `""`: by anyone).
 fn service_events<'a>(events: &'a [Value], user: &str, ns: &str) -> Vec<&'a Value> {
     events
@@ -122,36 +184,18 @@ fn assert_alone(audit: &AuditLog, user: &str, ns: &str) {
 #[tokio::test]
 #[ignore = "needs real Kubernetes (scripts/kube-up.sh)"]
 async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_load_balancer() {
-    let (stack, env) = (KubeStack::load(), StackEnv::load());
-    let namespace = stack.namespace("ccm-svc");
-    let ns = namespace.name.clone();
-    let dir = tempfile::tempdir().unwrap();
-    let user = unique("ccm-svc");
-    // The cluster name (in every load-balancer name) is this test's own.
-    let cluster = unique("svc").replace('-', "");
-    let load_balancer = format!("kube_service_{cluster}_{ns}_web");
-    let node_name = unique("occm-member");
-    let _cleanup = Cleanup::new(&stack, &env, &node_name, &ns, &cluster);
-    let audit = stack.audit();
-    stack.create(&node(&node_name, "10.0.0.231").to_string());
-    // Its nodePort is the real server's to allocate.
-    let mut service = load_balancer_service(&ns, "web", &[(80, 0)]);
-    service["spec"]["ports"][0].as_object_mut().unwrap().remove("nodePort");
-    stack.create(&service.to_string());
+    let scene = Scene::new("svc", "10.0.0.231");
+    let Scene { stack, env, ns, user, cluster, load_balancer, audit, conf, .. } = &scene;
+    let (ns, user, load_balancer) = (ns.as_str(), user.as_str(), load_balancer.as_str());
+    let mut ccm = start(conf, &scene.kubeconfig(), cluster);
 
-    let conf = dir.path().join("cloud.conf");
-    let subnet = format!("subnet-id = {}\n", env["OPENSTACK_INTERNAL_SUBNET_ID"]);
-    std::fs::write(&conf, clouds_conf(&env, &env["OPENSTACK_CLOUD_APPCRED"], &subnet)).unwrap();
-    let kubeconfig = stack.client_kubeconfig(dir.path(), &user, &["system:masters"]);
-    let mut ccm = start(&conf, &kubeconfig, &cluster);
-
-    let get = || stack.get("service", Some(&ns), "web");
+    let get = || stack.get("service", Some(ns), "web");
     let ingress = until("the ingress in the Service's status", &ccm, async || {
         let svc = get()?;
         svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
     })
     .await;
-    assert_alone(&audit, &user, &ns);
+    assert_alone(audit, user, ns);
     // The reconcile's span names the Service on each of its lines.
     let log = ccm.log();
     let span = format!("service{{key={ns}/web}}");
@@ -161,7 +205,7 @@ async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_l
     );
     let svc = get().unwrap();
     assert_eq!(svc["metadata"]["finalizers"], json!([FINALIZER]), "{svc}");
-    let lbs = lb_list(&env, &load_balancer).await;
+    let lbs = lb_list(env, load_balancer).await;
     let [lb] = lbs.as_array().unwrap().as_slice() else { panic!("one load balancer: {lbs}") };
     assert_eq!(lb["provisioning_status"], "ACTIVE");
     assert_eq!(lb["vip_address"], ingress.as_str());
@@ -174,19 +218,16 @@ async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_l
     let members = lb["pools"][0]["members"].as_array().unwrap();
     assert!(members.contains(&member), "{lb}");
 
-    stack.run(&["delete", "service", "web", "-n", &ns, "--wait=false"], None);
+    stack.run(&["delete", "service", "web", "-n", ns, "--wait=false"], None);
     until("the Service gone", &ccm, async || get().is_none().then_some(())).await;
-    assert_alone(&audit, &user, &ns);
-    assert_eq!(lb_list(&env, &load_balancer).await, json!([]), "the load balancer is left behind");
+    assert_alone(audit, user, ns);
+    assert_eq!(lb_list(env, load_balancer).await, json!([]), "the load balancer is left behind");
     // Written by this CCM: the finalizer, the status, the finalizer's removal last.
     let events = audit.wait_for(Duration::from_secs(10), |events| {
-        service_events(events, &user, &ns)
-            .iter()
-            .filter(|e| request(e) == "patch /services")
-            .count()
+        service_events(events, user, ns).iter().filter(|e| request(e) == "patch /services").count()
             >= 2
     });
-    let writes: Vec<String> = service_events(&events, &user, &ns)
+    let writes: Vec<String> = service_events(&events, user, ns)
         .iter()
         .map(|e| request(e))
         .filter(|r| !r.starts_with("get ") && !r.starts_with("list ") && !r.starts_with("watch "))
@@ -194,6 +235,65 @@ async fn a_load_balancer_service_gets_finalizer_and_ingress_and_goes_after_its_l
     assert_eq!(writes.first().map(String::as_str), Some("patch /services"), "{writes:?}");
     assert!(writes.iter().any(|w| w == "patch /services/status"), "{writes:?}");
     assert_eq!(writes.last().map(String::as_str), Some("patch /services"), "{writes:?}");
+    assert_eq!(ccm.terminate().await, Some(0), "log:\n{}", ccm.log());
+}
+
+/// How late the front passes each piece of the Service watch on: longer than a reconcile's
+/// writes take, so that their events reach the CCM's cache after the reconcile they queue.
+const LAG: Duration = Duration::from_secs(2);
+
+/// `user`'s writes to the namespace's Services, in order: the request and the answer's code.
+fn writes_by(events: &[Value], user: &str, ns: &str) -> Vec<String> {
+    service_events(events, user, ns)
+        .into_iter()
+        .filter(|e| {
+            ["create", "update", "patch", "delete"].contains(&e["verb"].as_str().unwrap_or(""))
+        })
+        .map(|e| format!("{} {}", request(e), e["responseStatus"]["code"]))
+        .collect()
+}
+
+/// Behind a Service watch passed on `LAG` late (a busy API server), every reconcile the CCM's
+/// own writes queue runs on a cached copy older than those writes. Each change is written
+/// once all the same: the Service made a LoadBalancer gets its finalizer, its load-balancer-id
+/// and its ingress; made a ClusterIP, its finalizer removed. Before (issue 37): the annotation
+/// and the status written again from the older copies.
+#[tokio::test]
+#[ignore = "needs real Kubernetes (scripts/kube-up.sh)"]
+async fn behind_a_lagging_service_watch_each_change_is_written_once() {
+    let scene = Scene::new("lag", "10.0.0.232");
+    let Scene { stack, env, ns, user, cluster, load_balancer, audit, conf, .. } = &scene;
+    let lagging = Delay::watch_events_of("services", LAG);
+    let front = KubeFront::start(Upstream::from_kubeconfig(&scene.kubeconfig()), lagging).await;
+    let front_dir = tempfile::tempdir().unwrap();
+    let mut ccm = start(conf, &front.kubeconfig(front_dir.path()), cluster);
+
+    let get = || stack.get("service", Some(ns), "web");
+    until("the ingress in the Service's status", &ccm, async || {
+        get()?.pointer("/status/loadBalancer/ingress/0/ip").map(|_| ())
+    })
+    .await;
+    // Every event of those writes passed on, and every reconcile it queued run.
+    tokio::time::sleep(LAG * 4).await;
+    assert_alone(audit, user, ns);
+    let ensured = writes_by(&audit.events(), user, ns);
+    let once = ["patch /services 200", "patch /services 200", "patch /services/status 200"];
+    assert_eq!(ensured, once, "the finalizer, load-balancer-id, the ingress:\n{}", ccm.log());
+    assert!(front.delayed() >= 1, "the Service watch went through the front");
+
+    let patch = r#"{"spec":{"type":"ClusterIP"}}"#;
+    stack.run(&["patch", "service", "web", "-n", ns, "--type=merge", "-p", patch], None);
+    until("the finalizer removed", &ccm, async || {
+        get()?["metadata"]["finalizers"].is_null().then_some(())
+    })
+    .await;
+    tokio::time::sleep(LAG * 4).await;
+    assert_alone(audit, user, ns);
+    let writes = writes_by(&audit.events(), user, ns);
+    let cleaned = &writes[ensured.len()..];
+    // The API server clears the ingress of a Service that stops being a LoadBalancer.
+    assert_eq!(cleaned, ["patch /services 200"], "the finalizer removed:\n{}", ccm.log());
+    assert_eq!(lb_list(env, load_balancer).await, json!([]), "the load balancer is left behind");
     assert_eq!(ccm.terminate().await, Some(0), "log:\n{}", ccm.log());
 }
 

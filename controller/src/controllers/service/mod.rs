@@ -17,6 +17,8 @@ mod ensure;
 pub(crate) mod floating;
 mod floating_subnet;
 mod hold;
+#[cfg(test)]
+pub(crate) mod in_memory;
 pub(crate) mod names;
 pub(crate) mod notice;
 mod one_writer;
@@ -33,7 +35,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
 use kube::runtime::events::{EventType, Recorder, Reporter};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
 use crate::cloud;
@@ -137,6 +139,11 @@ pub(crate) struct ServiceContext<L> {
     pub(crate) notices: notice::Notices,
     /// One reconcile at a time changes a given load balancer.
     pub(crate) turns: one_writer::Turns,
+    /// The Service versions our own writes replaced: a reconcile on one of those cached
+    /// copies waits for the newer one instead (`service_api`).
+    pub(crate) own_writes: crate::controllers::own_writes::OwnWrites,
+    /// The controller's Service cache, once it runs: which Services are still there.
+    pub(crate) services: std::sync::OnceLock<Store<Service>>,
 }
 
 impl<L> std::fmt::Debug for ServiceContext<L> {
@@ -165,6 +172,14 @@ impl<L: cloud::load_balancing::Octavia> ServiceContext<L> {
 }
 
 impl<L> ServiceContext<L> {
+    /// True while the Service `key` (`namespace/name`) is in the controller's cache (always,
+    /// before the controller runs).
+    pub(crate) fn is_live(&self, key: &str) -> bool {
+        let Some(services) = self.services.get() else { return true };
+        let (namespace, name) = key.split_once('/').unwrap_or_default();
+        services.get(&ObjectRef::new(name).within(namespace)).is_some()
+    }
+
     /// The event reporter of the upstream service controller.
     pub(crate) fn reporter() -> Reporter {
         Reporter { controller: "service-lb-controller".into(), instance: None }

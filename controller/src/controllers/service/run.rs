@@ -61,7 +61,10 @@ pub(crate) fn backoff(n: u32) -> Duration {
 pub(crate) async fn run<L: LoadBalancing>(ctx: Arc<ServiceContext<L>>, concurrency: u16) {
     let services: Api<Service> = Api::all(ctx.client.clone());
     let nodes = ctx.nodes.clone();
-    Controller::new(services, watcher::Config::default())
+    let controller = Controller::new(services, watcher::Config::default());
+    // For `own_writes` to forget the Services gone (set once: run is called once).
+    let _ = ctx.services.set(controller.store());
+    controller
         .with_config(controller::Config::default().concurrency(concurrency))
         .reconcile_all_on(members_changed(nodes))
         .run(reconcile_and_report, error_policy, ctx)
@@ -69,11 +72,20 @@ pub(crate) async fn run<L: LoadBalancing>(ctx: Arc<ServiceContext<L>>, concurren
         .await;
 }
 
-async fn reconcile_and_report<L: LoadBalancing>(
+/// One reconcile of the controller: skipped on a cached copy older than our own write; else
+/// counted, its failures counted per Service for the backoff and told as Events.
+pub(super) async fn reconcile_and_report<L: LoadBalancing>(
     service: Arc<Service>,
     ctx: Arc<ServiceContext<L>>,
 ) -> Result<Action, Error> {
     let key = super::key(&service);
+    // The watch brings the newer copy, reconciled then; nothing counts for or against the
+    // Service meanwhile (its backoff stays).
+    if ctx.own_writes.is_stale(&key, service.resource_version()) {
+        tracing::debug!(service = %key, "a cached copy older than our own write: skipped");
+        ctx.metrics.reconcile(ControllerName::Service, "stale_copy");
+        return Ok(Action::await_change());
+    }
     let result = reconcile(service.clone(), ctx.clone()).await;
     if result.is_err() {
         ctx.converged.forget(&key);
@@ -200,6 +212,8 @@ impl Plan {
             converged: super::converged::Converged::default(),
             notices: super::notice::Notices::default(),
             turns: super::one_writer::Turns::default(),
+            own_writes: crate::controllers::own_writes::OwnWrites::default(),
+            services: std::sync::OnceLock::new(),
         };
         (Arc::new(ctx), self.concurrency)
     }

@@ -1,5 +1,7 @@
 //! The writes to a Service: the finalizer (a JSON patch that tests it first), the
-//! `load-balancer-id` annotation and the status ingress.
+//! `load-balancer-id` annotation and the status ingress. Each is recorded (`own_writes`): the
+//! copy it was made from, and every copy before our last write, are stale, and a reconcile on
+//! one waits for the watch to bring the newer one (`run::reconcile_and_report`).
 
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
@@ -29,7 +31,8 @@ pub(super) async fn add_finalizer<L: LoadBalancing>(
         "finalizers": finalizers,
         "resourceVersion": service.resource_version(),
     }});
-    patch_service(service, ctx, &Patch::Merge(patch), "adding the load-balancer finalizer").await
+    let doing = "adding the load-balancer finalizer";
+    patch_service(service, ctx, Part::Object, &Patch::Merge(patch), doing).await
 }
 
 /// Removes the finalizer, guarded by the finalizer list as it was read (a JSON patch that tests
@@ -49,7 +52,7 @@ pub(super) async fn remove_finalizer<L: LoadBalancing>(
     let ops = json!([{"op": "test", "path": path, "value": read},
                      {"op": "replace", "path": path, "value": kept}]);
     let doing = "removing the load-balancer finalizer";
-    match patch_service(service, ctx, &json_patch(ops)?, doing).await {
+    match patch_service(service, ctx, Part::Object, &json_patch(ops)?, doing).await {
         Err(Error::Kube { source: kube::Error::Api(status), .. })
             if status.code == 404 || status.code == 422 =>
         {
@@ -67,16 +70,30 @@ pub(super) fn json_patch(ops: Value) -> Result<Patch<Value>> {
     Ok(Patch::Json(ops))
 }
 
-pub(super) async fn patch_service<L: LoadBalancing>(
+/// Which part of the Service a patch writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Object,
+    Status,
+}
+
+/// The one write to a Service: `patch` to its object or its status, recorded as ours.
+async fn patch_service<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
+    part: Part,
     patch: &Patch<Value>,
     doing: &'static str,
 ) -> Result<()> {
-    api(service, ctx)
-        .patch(&service.name_any(), &PatchParams::default(), patch)
-        .await
-        .map_err(|source| Error::Kube { doing, source })?;
+    let (api, name, params) = (api(service, ctx), service.name_any(), PatchParams::default());
+    let written = match part {
+        Part::Object => api.patch(&name, &params, patch).await,
+        Part::Status => api.patch_status(&name, &params, patch).await,
+    }
+    .map_err(|source| Error::Kube { doing, source })?;
+    let key = super::key(service);
+    let (read, written) = (service.resource_version(), written.resource_version());
+    ctx.own_writes.wrote(&key, read, written, |key| ctx.is_live(key));
     Ok(())
 }
 
@@ -87,8 +104,8 @@ pub(super) async fn write_load_balancer_id<L: LoadBalancing>(
     id: &str,
 ) -> Result<()> {
     let patch = json!({"metadata": {"annotations": {annotations::LOAD_BALANCER_ID: id}}});
-    patch_service(service, ctx, &Patch::Merge(patch), "writing the load-balancer-id annotation")
-        .await
+    let doing = "writing the load-balancer-id annotation";
+    patch_service(service, ctx, Part::Object, &Patch::Merge(patch), doing).await
 }
 
 /// Drops `load-balancer-id`, which names load balancer `gone`, no longer there: only while it
@@ -102,8 +119,8 @@ pub(super) async fn clear_load_balancer_id<L: LoadBalancing>(
     let path =
         format!("/metadata/annotations/{}", annotations::LOAD_BALANCER_ID.replace('/', "~1"));
     let ops = json!([{"op": "test", "path": path, "value": gone}, {"op": "remove", "path": path}]);
-    patch_service(service, ctx, &json_patch(ops)?, "clearing the load-balancer-id annotation")
-        .await?;
+    let doing = "clearing the load-balancer-id annotation";
+    patch_service(service, ctx, Part::Object, &json_patch(ops)?, doing).await?;
     let note = format!(
         "Load balancer {gone} of the annotation {} no longer exists: annotation cleared",
         annotations::LOAD_BALANCER_ID
@@ -150,12 +167,8 @@ pub(super) async fn write_ingress<L: LoadBalancing>(
         return Ok(());
     }
     let patch = json!({"status": {"loadBalancer": {"ingress": ingress}}});
-    let name = service.name_any();
-    api(service, ctx)
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(|source| Error::Kube { doing: "writing the load balancer status", source })?;
-    Ok(())
+    let doing = "writing the load balancer status";
+    patch_service(service, ctx, Part::Status, &Patch::Merge(patch), doing).await
 }
 
 #[cfg(test)]
