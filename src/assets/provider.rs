@@ -85,6 +85,12 @@ pub struct CcmSpec {
     /// container (`ccm-assets inject-azure-credentials`) merges the mounted Secret into a
     /// copy of the config, which is all the CCM mounts.
     pub inject_credentials: bool,
+    /// Whether the CCM takes a change of its cloud config, its credentials and its CA bundle
+    /// while it runs (our OpenStack CCM: issue 38), so that their contents stay out of the pod
+    /// template and an edit never rolls the Deployment (`ccm::config_hash`). Upstream CCMs
+    /// read them at start: rolling the pods is how an edit reaches them. No effect with
+    /// [`CcmSpec::inject_credentials`], whose merged config is made once, at pod start.
+    pub reloads_config: bool,
     /// Extra environment of the CCM container.
     pub env: &'static [(&'static str, &'static str)],
     /// A per-node companion DaemonSet (`azure-cloud-node-manager`): its name and binary.
@@ -92,8 +98,8 @@ pub struct CcmSpec {
 }
 
 impl CcmSpec {
-    /// An upstream CCM as OpenShift runs it: config mounted at [`CONFIG_DIR`], no Secret
-    /// mounted, no extra environment, no companion.
+    /// An upstream CCM as OpenShift runs it: config mounted at [`CONFIG_DIR`] and read at
+    /// start, no Secret mounted, no extra environment, no companion.
     pub const fn upstream(
         app: &'static str,
         command: &'static str,
@@ -107,6 +113,7 @@ impl CcmSpec {
             secret: None,
             reads_credentials_secret: false,
             inject_credentials: false,
+            reloads_config: false,
             env: &[],
             node_manager: None,
         }

@@ -5,6 +5,8 @@ use testkit::create::CreateManifests;
 
 use crate::support::{Test, outputs};
 
+const DEPLOYMENT: &str = "manifests/ccm/20-deployment.yaml";
+
 fn create(t: Test) -> Test {
     let t = t.create(&CreateManifests::offline());
     t.expect(0);
@@ -90,4 +92,25 @@ fn an_edit_the_in_cluster_ccm_cannot_honour_fails_naming_the_file() {
         "{}",
         run.stderr
     );
+}
+
+/// Our CCM takes cloud.conf, its credentials and its CA bundle live (issue 38): an edit of the
+/// cloud-provider config and of its CA reaches the in-cluster ConfigMap and leaves the pod
+/// template as it was, so no pod restarts for it.
+#[test]
+fn an_edit_of_the_config_or_the_ca_never_rolls_the_deployment() {
+    let t = create(Test::new().fixture("openstack/ca"));
+    let (path, deployment) = ("manifests/cloud-provider-config.yaml", DEPLOYMENT);
+    let before = t.read(deployment);
+    let edited = t
+        .read(path)
+        .replace("region = \"Region#1\"\n", "region = \"Region#1\"\n    tls-insecure = true\n")
+        .replace("ExampleOnlyNotARealCertificate0", "ExampleOnlyNotARealCertificate1");
+    assert_ne!(edited, t.read(path));
+    std::fs::write(t.dir().join(path), &edited).unwrap();
+    let run = t.expect(0);
+    assert!(run.stderr.contains("INFO Wrote manifests/ccm/10-cloud-conf.yaml\n"), "{}", run.stderr);
+    assert!(t.read("manifests/ccm/10-cloud-conf.yaml").contains("Certificate1"));
+    assert!(!run.stderr.contains(&format!("INFO Wrote {deployment}\n")), "{}", run.stderr);
+    assert_eq!(t.read(deployment), before);
 }

@@ -194,3 +194,24 @@ fn ibm_offline_needs_the_account_id() {
     let run = t.expect(1);
     assert!(run.stderr.contains("give it with --ibm-account-id"), "{}", run.stderr);
 }
+
+/// An upstream CCM reads its cloud config at start: an edit changes the pod template's
+/// `ccm-assets.io/config-hash`, and the roll is what brings the edit to it (OpenStack's, which
+/// reloads, is the other way round: tests/it/openstack.rs).
+#[test]
+fn an_edit_of_an_upstream_ccms_config_rolls_its_deployment() {
+    let t = create(Test::new().example("aws"), &[]);
+    let (path, deployment) =
+        ("manifests/cloud-provider-config.yaml", "manifests/ccm/20-deployment.yaml");
+    let hash = |t: &Test| {
+        let text = t.read(deployment);
+        text.lines().find(|l| l.contains("ccm-assets.io/config-hash:")).unwrap().to_owned()
+    };
+    let before = hash(&t);
+    let edited = t.read(path).replace("[Global]\n", "[Global]\n    VPC = vpc-0123\n");
+    assert_ne!(edited, t.read(path));
+    std::fs::write(t.dir().join(path), &edited).unwrap();
+    let run = t.expect(0);
+    assert!(run.stderr.contains(&format!("INFO Wrote {deployment}\n")), "{}", run.stderr);
+    assert_ne!(hash(&t), before);
+}

@@ -1,4 +1,15 @@
 //! The in-cluster CCM Deployment (and Azure's per-node companion DaemonSet).
+//!
+//! Its rollout is `RollingUpdate` with `maxSurge: 0` and `maxUnavailable: 1`: an old pod is
+//! stopped before its replacement starts (a host-network pod holds its port, and the
+//! anti-affinity allows one per node), and one replica keeps running throughout. It never runs
+//! two leaders' controllers at once, and needs no `Recreate` for that, because no replica runs
+//! a controller without holding the Lease (leader election, `--leader-elect=true`): the
+//! replicas that run side by side during a rollout are one leader and candidates. On SIGTERM
+//! the leader stops its controllers and then releases the Lease, so a running candidate takes
+//! it at its next attempt (one `--leader-elect-retry-period`, 2 s) instead of after a lease
+//! duration (15 s). The pod template changes only with what the CCM reads at start
+//! ([`Run::hash`]): an edit of a config the CCM takes live rolls nothing.
 
 use serde_json::{Value, json};
 
@@ -23,7 +34,7 @@ pub struct Run<'a> {
     pub assets_image: &'a str,
     /// `--cluster-name`.
     pub infra_id: &'a str,
-    /// Hash of the config and credentials (rolls the pods when either changes).
+    /// Hash of what the CCM reads only at start (rolls the pods when any of it changes).
     pub hash: &'a str,
     /// Take part in leader migration: leases in `kube-system`, the migration flags and the
     /// mounted `LeaderMigrationConfiguration`.
@@ -141,7 +152,8 @@ impl Run<'_> {
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": labels},
-                // hostNetwork pods hold a host port: never run two on one node during a rollout.
+                // hostNetwork pods hold a host port: never run two on one node during a
+                // rollout. Leader election, not the strategy, keeps two leaders apart (above).
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
                 "template": {
                     "metadata": {"annotations": {"ccm-assets.io/config-hash": self.hash}, "labels": labels},

@@ -4,10 +4,13 @@
 //! platform's CCM; the `cloud-conf` ConfigMap is the provider's derivation of the cloud-provider
 //! config, the credentials Secret the provider's derivation of the `kube-system` one, and the
 //! Deployment ([`deployment`]) runs the provider's
-//! [`CcmSpec`](crate::assets::provider::CcmSpec). The Deployment carries a hash of its config
-//! and credentials, so a change to either rolls the pods. With `--leader-migration`
+//! [`CcmSpec`](crate::assets::provider::CcmSpec). The Deployment carries a hash of what its
+//! CCM reads only at start (`config_hash.rs`): for an upstream CCM its config, credentials and
+//! CA, so an edit rolls the pods; for ours, which takes those live, the leader-migration
+//! config alone, so an edit never restarts it. With `--leader-migration`
 //! ([`leader_migration`]) it also takes part in the hand-over from the in-tree provider.
 
+mod config_hash;
 pub mod deployment;
 pub mod leader_migration;
 mod rbac;
@@ -113,13 +116,15 @@ impl Asset for CcmAsset {
             }
             _ => String::new(),
         };
-        let mut hashed = vec![
-            cloud_conf.as_str(),
-            secret_data.as_str(),
-            provider_config.ca_bundle.as_deref().unwrap_or(""),
-        ];
-        hashed.extend(migration.as_ref().map(|m| m.config.as_str()));
-        let hash = crate::graph::state::sha256(hashed.join("\0").as_bytes());
+        let hash = config_hash::hash(
+            &spec,
+            &config_hash::Inputs {
+                cloud_conf: &cloud_conf,
+                credentials: &secret_data,
+                ca_bundle: provider_config.ca_bundle.as_deref().unwrap_or(""),
+                leader_migration: migration.as_ref().map(|m| m.config.as_str()),
+            },
+        );
         let replicas = if config.control_plane_replicas() == 1 { 1 } else { 2 };
         let image = self.images.ccm_for(row.name);
         let extra_args = row.provider.ccm_args(&config);

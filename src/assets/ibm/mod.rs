@@ -42,6 +42,7 @@ pub const CCM: CcmSpec = CcmSpec {
     }),
     reads_credentials_secret: false,
     inject_credentials: false,
+    reloads_config: false,
     env: &[],
     node_manager: None,
 };

@@ -94,6 +94,9 @@ impl Provider for OpenStack {
             }),
             reads_credentials_secret: false,
             inject_credentials: false,
+            // cloud.conf, clouds.yaml and the CA are re-read while it runs: an edit reaches it
+            // without a restart (issue 38).
+            reloads_config: true,
             env: &[],
             node_manager: None,
         })
