@@ -1,7 +1,8 @@
 //! Leader election on a real Lease of the real API server (scripts/kube-up.sh): two CCM
 //! binaries, each with a client certificate of its own (so the audit log tells their requests
-//! apart), on a Lease in a namespace of the test's. Keystone is unreachable and only the node
-//! controller is enabled: the processes touch nothing of the shared cluster but their Lease.
+//! apart), on a Lease in a namespace of the test's (and, with `--enable-leader-migration`, the
+//! migration Lease beside it). Keystone is unreachable and only the node controller is enabled:
+//! the processes touch nothing of the shared cluster but their Leases.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -12,6 +13,8 @@ use testkit::kube_stack::{KubeStack, request, unique};
 use crate::support::{Process, free_port, start_with_kubeconfig};
 
 const LEASE: &str = "cloud-controller-manager";
+/// Upstream's default migration Lease (`--enable-leader-migration` without a file).
+const MIGRATION: &str = "cloud-provider-extraction-migration";
 
 /// The binary against the real API server as `kubeconfig`'s user, its Lease in `namespace`.
 pub(crate) fn start_real(
@@ -33,7 +36,21 @@ pub(crate) fn start_real(
 }
 
 fn lease(stack: &KubeStack, namespace: &str) -> Value {
-    stack.get("lease", Some(namespace), LEASE).expect("the Lease exists")
+    named_lease(stack, namespace, LEASE)
+}
+
+fn named_lease(stack: &KubeStack, namespace: &str, name: &str) -> Value {
+    stack.get("lease", Some(namespace), name).expect("the Lease exists")
+}
+
+fn holder(lease: &Value) -> &str {
+    lease["spec"]["holderIdentity"].as_str().unwrap_or_default()
+}
+
+/// `Some` when `id` holds both the main and the migration Lease.
+fn holds_both(stack: &KubeStack, namespace: &str, id: &str) -> Option<()> {
+    let leases = [LEASE, MIGRATION].map(|name| stack.get("lease", Some(namespace), name));
+    leases.iter().all(|l| l.as_ref().is_some_and(|l| holder(l) == id)).then_some(())
 }
 
 /// The identity an "acquired lease" line names.
@@ -43,12 +60,36 @@ fn identity(line: &str) -> String {
 }
 
 fn lease_requests(events: &[Value], user: &str, namespace: &str) -> Vec<(String, u64)> {
+    named_lease_requests(events, user, namespace).into_iter().map(|(r, _, c)| (r, c)).collect()
+}
+
+/// `user`'s requests on Leases in `namespace`: request, Lease name, response code.
+fn named_lease_requests(
+    events: &[Value],
+    user: &str,
+    namespace: &str,
+) -> Vec<(String, String, u64)> {
     events
         .iter()
         .filter(|e| e["user"]["username"] == user && e["objectRef"]["namespace"] == namespace)
         .filter(|e| e["objectRef"]["resource"] == "leases")
-        .map(|e| (request(e), e["responseStatus"]["code"].as_u64().unwrap_or_default()))
+        .map(|e| {
+            let name = e["objectRef"]["name"].as_str().unwrap_or_default().to_owned();
+            (request(e), name, e["responseStatus"]["code"].as_u64().unwrap_or_default())
+        })
         .collect()
+}
+
+/// Polls `check` every 200 ms for up to `limit`; what it found, or a panic saying `what`.
+async fn until<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(found) = check() {
+            return found;
+        }
+        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test]
@@ -121,4 +162,79 @@ async fn the_leader_releases_its_lease_on_sigterm_and_the_other_takes_over() {
         after["spec"]["holderIdentity"].as_str().unwrap_or_default().is_empty(),
         "B released it too: {after}"
     );
+}
+
+/// With `--enable-leader-migration` the leader holds two Leases, the main one and the migration
+/// one (upstream's default `cloud-provider-extraction-migration`, in the main one's namespace),
+/// and SIGTERM releases both, the migration one first: the other component (here a second
+/// CCM; in a cluster, kube-controller-manager rolled back) takes the migrated controllers at
+/// its next retry, not after a lease duration.
+#[tokio::test]
+#[ignore = "needs real Kubernetes (scripts/kube-up.sh)"]
+async fn the_leader_releases_the_migration_lease_and_then_the_main_one_on_sigterm() {
+    let stack = KubeStack::load();
+    let namespace = stack.namespace("ccm-migration");
+    let ns = namespace.name.as_str();
+    let dir = tempfile::tempdir().unwrap();
+    let (user_a, user_b) = (unique("ccm-a"), unique("ccm-b"));
+    let audit = stack.audit();
+    let flags = [
+        "--controllers=cloud-node",
+        "--enable-leader-migration",
+        "--leader-elect-lease-duration=60s",
+        "--leader-elect-renew-deadline=40s",
+        "--leader-elect-retry-period=1s",
+    ];
+    let config_a = stack.client_kubeconfig(dir.path(), &user_a, &["system:masters"]);
+    let config_b = stack.client_kubeconfig(dir.path(), &user_b, &["system:masters"]);
+    let dir_a = tempfile::tempdir().unwrap();
+    let mut a = start_real(dir_a.path(), &config_a, ns, &flags);
+    let a_id = identity(&a.wait_line("acquired lease", Duration::from_secs(60)).await);
+    until("A holds both Leases", Duration::from_secs(60), || holds_both(&stack, ns, &a_id)).await;
+
+    let dir_b = tempfile::tempdir().unwrap();
+    let mut b = start_real(dir_b.path(), &config_b, ns, &flags);
+    audit.wait_for(Duration::from_secs(60), |events| {
+        let reads = lease_requests(events, &user_b, ns);
+        reads.iter().filter(|(r, _)| r == "get coordination.k8s.io/leases").count() >= 3
+    });
+    let transitions =
+        named_lease(&stack, ns, MIGRATION)["spec"]["leaseTransitions"].as_u64().unwrap_or_default();
+
+    let signalled = Instant::now();
+    assert_eq!(a.terminate().await, Some(0), "SIGTERM is a clean exit; log:\n{}", a.log());
+    for name in [MIGRATION, LEASE] {
+        let lease = named_lease(&stack, ns, name);
+        assert_ne!(holder(&lease), a_id, "A still holds {name} after its exit: {lease}");
+    }
+    // A's last requests released the migration Lease, then the main one: each a read of that
+    // Lease and its update, which succeeded.
+    let a_requests = named_lease_requests(&audit.events(), &user_a, ns);
+    let last: Vec<(&str, &str, u64)> =
+        a_requests.iter().map(|(r, name, code)| (r.as_str(), name.as_str(), *code)).collect();
+    let (get, update) = ("get coordination.k8s.io/leases", "update coordination.k8s.io/leases");
+    assert_eq!(
+        last[last.len().saturating_sub(4)..],
+        [(get, MIGRATION, 200), (update, MIGRATION, 200), (get, LEASE, 200), (update, LEASE, 200)],
+        "A's Lease requests: {last:?}"
+    );
+
+    let b_id = identity(&b.wait_line("acquired lease", Duration::from_secs(60)).await);
+    assert_ne!(a_id, b_id);
+    until("B holds both Leases", Duration::from_secs(30), || holds_both(&stack, ns, &b_id)).await;
+    let waited = signalled.elapsed();
+    // Within the lease duration: the releases, not the expiry, let B in.
+    assert!(waited < Duration::from_secs(60), "B took over after {waited:?}: not released?");
+    let taken = named_lease(&stack, ns, MIGRATION);
+    assert!(
+        taken["spec"]["leaseTransitions"].as_u64().unwrap_or_default() > transitions,
+        "a new holder of the migration Lease is a transition: {taken}"
+    );
+    eprintln!("FIGURE both Leases taken over {waited:?} after A's SIGTERM");
+
+    assert_eq!(b.terminate().await, Some(0), "log:\n{}", b.log());
+    for name in [MIGRATION, LEASE] {
+        let after = named_lease(&stack, ns, name);
+        assert!(holder(&after).is_empty(), "B released {name} too: {after}");
+    }
 }
