@@ -47,10 +47,10 @@ fn holder(lease: &Value) -> &str {
     lease["spec"]["holderIdentity"].as_str().unwrap_or_default()
 }
 
-/// `Some` when `id` holds both the main and the migration Lease.
-fn holds_both(stack: &KubeStack, namespace: &str, id: &str) -> Option<()> {
-    let leases = [LEASE, MIGRATION].map(|name| stack.get("lease", Some(namespace), name));
-    leases.iter().all(|l| l.as_ref().is_some_and(|l| holder(l) == id)).then_some(())
+/// `Some` when `id` holds every Lease of `names`.
+fn holds(stack: &KubeStack, namespace: &str, names: &[&str], id: &str) -> Option<()> {
+    let mut leases = names.iter().map(|name| stack.get("lease", Some(namespace), name));
+    leases.all(|l| l.is_some_and(|l| holder(&l) == id)).then_some(())
 }
 
 /// The identity an "acquired lease" line names.
@@ -92,37 +92,59 @@ async fn until<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option
     }
 }
 
+/// A long lease: a takeover that waited for it to expire would take a minute; a released one is
+/// taken at the next retry.
+const TIMING: [&str; 3] = [
+    "--leader-elect-lease-duration=60s",
+    "--leader-elect-renew-deadline=40s",
+    "--leader-elect-retry-period=1s",
+];
+
+/// Two binaries on the Leases of one namespace, each with a client certificate of its own: A
+/// holds `leases`, B is a candidate that has read them again and again.
+struct Candidates {
+    a: Process,
+    b: Process,
+    a_id: String,
+    user_a: String,
+    user_b: String,
+    _dirs: [tempfile::TempDir; 3],
+}
+
+impl Candidates {
+    /// Starts A with `flags` (plus [`TIMING`]) and waits until it holds every Lease of
+    /// `leases`; then B, until it has read them three times.
+    async fn start(stack: &KubeStack, ns: &str, flags: &[&str], leases: &[&str]) -> Candidates {
+        let audit = stack.audit();
+        let dirs = [(); 3].map(|()| tempfile::tempdir().unwrap());
+        let (user_a, user_b) = (unique("ccm-a"), unique("ccm-b"));
+        let flags: Vec<&str> =
+            ["--controllers=cloud-node"].iter().chain(&TIMING).chain(flags).copied().collect();
+        let config_a = stack.client_kubeconfig(dirs[0].path(), &user_a, &["system:masters"]);
+        let config_b = stack.client_kubeconfig(dirs[0].path(), &user_b, &["system:masters"]);
+        let a = start_real(dirs[1].path(), &config_a, ns, &flags);
+        let a_id = identity(&a.wait_line("acquired lease", Duration::from_secs(60)).await);
+        until("A holds its Leases", Duration::from_secs(60), || holds(stack, ns, leases, &a_id))
+            .await;
+        let b = start_real(dirs[2].path(), &config_b, ns, &flags);
+        audit.wait_for(Duration::from_secs(60), |events| {
+            let reads = lease_requests(events, &user_b, ns);
+            reads.iter().filter(|(r, _)| r == "get coordination.k8s.io/leases").count() >= 3
+        });
+        Candidates { a, b, a_id, user_a, user_b, _dirs: dirs }
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs real Kubernetes (scripts/kube-up.sh)"]
 async fn the_leader_releases_its_lease_on_sigterm_and_the_other_takes_over() {
     let stack = KubeStack::load();
     let namespace = stack.namespace("ccm-leader");
     let ns = namespace.name.as_str();
-    let dir = tempfile::tempdir().unwrap();
-    let (user_a, user_b) = (unique("ccm-a"), unique("ccm-b"));
     let audit = stack.audit();
-    // A long lease: a takeover that waited for it to expire would take a minute; a released one
-    // is taken at the next retry.
-    let flags = [
-        "--controllers=cloud-node",
-        "--leader-elect-lease-duration=60s",
-        "--leader-elect-renew-deadline=40s",
-        "--leader-elect-retry-period=1s",
-    ];
-    let config_a = stack.client_kubeconfig(dir.path(), &user_a, &["system:masters"]);
-    let config_b = stack.client_kubeconfig(dir.path(), &user_b, &["system:masters"]);
-    let dir_a = tempfile::tempdir().unwrap();
-    let mut a = start_real(dir_a.path(), &config_a, ns, &flags);
-    let a_id = identity(&a.wait_line("acquired lease", Duration::from_secs(60)).await);
-    assert_eq!(lease(&stack, ns)["spec"]["holderIdentity"], a_id.as_str());
-
-    let dir_b = tempfile::tempdir().unwrap();
-    let mut b = start_real(dir_b.path(), &config_b, ns, &flags);
+    let Candidates { mut a, mut b, a_id, user_a, user_b, _dirs } =
+        Candidates::start(&stack, ns, &[], &[LEASE]).await;
     // B reads the Lease again and again, and never takes it while A renews.
-    audit.wait_for(Duration::from_secs(60), |events| {
-        let reads = lease_requests(events, &user_b, ns);
-        reads.iter().filter(|(r, _)| r == "get coordination.k8s.io/leases").count() >= 3
-    });
     let held = lease(&stack, ns);
     assert_eq!(held["spec"]["holderIdentity"], a_id.as_str(), "{held}");
     let b_writes: Vec<_> = lease_requests(&audit.events(), &user_b, ns)
@@ -175,29 +197,10 @@ async fn the_leader_releases_the_migration_lease_and_then_the_main_one_on_sigter
     let stack = KubeStack::load();
     let namespace = stack.namespace("ccm-migration");
     let ns = namespace.name.as_str();
-    let dir = tempfile::tempdir().unwrap();
-    let (user_a, user_b) = (unique("ccm-a"), unique("ccm-b"));
     let audit = stack.audit();
-    let flags = [
-        "--controllers=cloud-node",
-        "--enable-leader-migration",
-        "--leader-elect-lease-duration=60s",
-        "--leader-elect-renew-deadline=40s",
-        "--leader-elect-retry-period=1s",
-    ];
-    let config_a = stack.client_kubeconfig(dir.path(), &user_a, &["system:masters"]);
-    let config_b = stack.client_kubeconfig(dir.path(), &user_b, &["system:masters"]);
-    let dir_a = tempfile::tempdir().unwrap();
-    let mut a = start_real(dir_a.path(), &config_a, ns, &flags);
-    let a_id = identity(&a.wait_line("acquired lease", Duration::from_secs(60)).await);
-    until("A holds both Leases", Duration::from_secs(60), || holds_both(&stack, ns, &a_id)).await;
-
-    let dir_b = tempfile::tempdir().unwrap();
-    let mut b = start_real(dir_b.path(), &config_b, ns, &flags);
-    audit.wait_for(Duration::from_secs(60), |events| {
-        let reads = lease_requests(events, &user_b, ns);
-        reads.iter().filter(|(r, _)| r == "get coordination.k8s.io/leases").count() >= 3
-    });
+    let flags = ["--enable-leader-migration"];
+    let Candidates { mut a, mut b, a_id, user_a, _dirs, .. } =
+        Candidates::start(&stack, ns, &flags, &[LEASE, MIGRATION]).await;
     let transitions =
         named_lease(&stack, ns, MIGRATION)["spec"]["leaseTransitions"].as_u64().unwrap_or_default();
 
@@ -221,7 +224,8 @@ async fn the_leader_releases_the_migration_lease_and_then_the_main_one_on_sigter
 
     let b_id = identity(&b.wait_line("acquired lease", Duration::from_secs(60)).await);
     assert_ne!(a_id, b_id);
-    until("B holds both Leases", Duration::from_secs(30), || holds_both(&stack, ns, &b_id)).await;
+    let both = [LEASE, MIGRATION];
+    until("B holds both Leases", Duration::from_secs(30), || holds(&stack, ns, &both, &b_id)).await;
     let waited = signalled.elapsed();
     // Within the lease duration: the releases, not the expiry, let B in.
     assert!(waited < Duration::from_secs(60), "B took over after {waited:?}: not released?");
