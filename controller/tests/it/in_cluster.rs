@@ -3,6 +3,7 @@
 //! (in a namespace of the test's own and under cluster-wide names of its own: the cluster is
 //! shared), and the binary run as a local process (no scheduler runs the Deployment's pod) as
 //! the generated ServiceAccount, with the Deployment's flags and the files its volumes mount.
+//! (real_kube_leader/rollout.rs runs the Deployment itself, its pods pinned to the node.)
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,8 @@ pub(crate) struct Generated {
     pub(crate) role: Value,
     /// The generated Deployment's container arguments.
     pub(crate) args: Vec<String>,
+    /// The generated Deployment, renamed into the namespace (not applied).
+    pub(crate) deployment: Value,
     /// The files the Deployment's volumes would mount: cloud.conf, clouds.yaml.
     pub(crate) dir: tempfile::TempDir,
 }
@@ -73,7 +76,7 @@ impl Generated {
         let args = args.map(|a| a.as_str().unwrap().to_owned()).collect();
         let files = write_mounts(dir.path(), &find("ConfigMap"), &find("Secret"), container);
         assert_eq!(files, 2, "cloud.conf and clouds.yaml are mounted");
-        let applied = Generated { kube, ns, cluster_role, role, args, dir };
+        let applied = Generated { kube, ns, cluster_role, role, args, deployment, dir };
         for object in objects {
             let namespaced_elsewhere =
                 object["metadata"]["namespace"].as_str().is_some_and(|n| n != applied.ns.name);

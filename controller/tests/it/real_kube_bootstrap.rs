@@ -131,14 +131,16 @@ fn bootkube_stage_starts_the_static_pod_ccm_that_initializes_the_kubelets_own_no
 
 /// The image scripts/image.sh built: its OCI layout `layout:tag`, name and image ID (its
 /// config's digest, what the runtime reports).
-struct Image {
-    source: String,
-    name: String,
-    id: String,
+pub(crate) struct Image {
+    pub(crate) source: String,
+    pub(crate) name: String,
+    pub(crate) id: String,
 }
 
 impl Image {
-    fn built() -> Image {
+    /// The image of `target/image` (`$CARGO_TARGET_DIR/image`), named as data/images.json names
+    /// it; panics saying how to build it when there is none.
+    pub(crate) fn built() -> Image {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned();
         let target =
             std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
@@ -252,7 +254,7 @@ fn forward(listen: &str, target: &str) {
 }
 
 /// Runs `cmd`; its stdout and stderr, or a panic showing them.
-fn run(cmd: &mut Command) -> String {
+pub(crate) fn run(cmd: &mut Command) -> String {
     let Output { status, stdout, stderr } = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
     assert!(status.success(), "{cmd:?} failed ({status}):\n{text}");

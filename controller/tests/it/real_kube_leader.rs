@@ -4,6 +4,8 @@
 //! migration Lease beside it). Keystone is unreachable and only the node controller is enabled:
 //! the processes touch nothing of the shared cluster but their Leases.
 
+mod rollout;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
