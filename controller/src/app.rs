@@ -14,14 +14,17 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::cloud::OpenStack;
-use crate::config::{self, Networking, Severity};
+use crate::config::live::{self, Current};
+use crate::config::{self, Severity};
 use crate::controllers::projection::CachedNode;
+use crate::controllers::service::settings::LbSettings;
+use crate::controllers::switch::switch;
 use crate::controllers::{
     Context, ControllerName, lifecycle, node, projection, resync, route, service,
 };
 use crate::flags::{Controllers, Flags};
 use crate::metrics::Metrics;
-use crate::{kube as k8s, leader, server};
+use crate::{kube as k8s, leader, reload, server};
 
 /// What `main` read from the environment (the only place env vars are read).
 #[derive(Debug, Clone, Default)]
@@ -34,13 +37,12 @@ pub struct Env {
     pub regional: bool,
     /// Lease identity (host name plus a unique suffix).
     pub identity: String,
+    /// The CCM's own Pod (`POD_NAMESPACE`, `POD_NAME` from the downward API): where a refused
+    /// cloud config edit is told.
+    pub pod: Option<(String, String)>,
 }
 
 type Task = (&'static str, anyhow::Result<()>);
-
-/// How often cloud.conf and clouds.yaml are re-read for rotated credentials (kubelet updates
-/// mounted ConfigMaps and Secrets within about a minute).
-const RELOAD_PERIOD: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs until a signal (Ok) or until any long-running task ends (Err).
 pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
@@ -97,10 +99,12 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
     let search = config::clouds::search_paths(env.os_client_config_file, env.home);
     let loaded = load_config(cloud_config, search)?;
     tracing::info!(cluster = %cluster_name, "configuration loaded");
+    let timeout = loaded.settings.config.metadata.request_timeout;
+    let (settings, current) = watch::channel(Arc::new(loaded.settings));
 
     let metrics = Metrics::shared();
     let refused = k8s::Refused::shared();
-    let cloud = OpenStack::new(metrics.clone(), loaded.config.metadata.request_timeout);
+    let cloud = OpenStack::new(metrics.clone(), timeout);
     let mut tasks: JoinSet<Task> = JoinSet::new();
     if secure_port != 0 {
         let files = tls_cert_file.as_deref().zip(tls_private_key_file.as_deref());
@@ -117,22 +121,34 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
     }
     let limit = (kube_api_qps, kube_api_burst);
     let client = clients(&mut tasks, &cloud, kubeconfig.as_deref(), limit, refused).await?;
-    let networking = loaded.config.networking.clone();
     let service = service::run::Plan::new(
         controllers.service,
-        &loaded.config,
         cluster_name,
         concurrent_service_syncs,
         load_balancer_resync_period,
-    )?;
-    let route = route::Settings::from_flags(
-        controllers.route,
-        configure_cloud_routes,
-        loaded.config.route.router_id.clone(),
-        cluster_cidr.map(|c| c.0).unwrap_or_default(),
-        route_reconciliation_period,
     );
-    spawn_credentials(&mut tasks, loaded, &client, &cloud);
+    let cluster = cluster_cidr.map(|c| c.0).unwrap_or_default();
+    let route = live::slice(&current, move |s| {
+        let router_id = s.config.route.router_id.clone();
+        let period = route_reconciliation_period;
+        let enabled = controllers.route;
+        route::Settings::from_flags(
+            enabled,
+            configure_cloud_routes,
+            router_id,
+            cluster.clone(),
+            period,
+        )
+    });
+    let lease = leader_elect
+        .then(|| (leader_elect_resource_namespace.clone(), leader_elect_resource_name.clone()));
+    let teller = reload::Teller::new(client.clone(), metrics.clone(), env.pod, lease);
+    spawn_config(&mut tasks, (loaded.path, loaded.search), settings, teller);
+    let feed = reload::feed_cloud(client.clone(), current.clone(), cloud.clone());
+    tasks.spawn(async move {
+        feed.await;
+        ("credentials", Ok(()))
+    });
     let settings = leader_elect.then_some(leader::Settings {
         namespace: leader_elect_resource_namespace,
         name: leader_elect_resource_name,
@@ -148,7 +164,7 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         refresh_period: node_status_update_frequency,
         monitor_period: node_monitor_period,
         regional: env.regional,
-        networking,
+        current,
         service,
         route,
         migration,
@@ -200,12 +216,11 @@ fn check_flags(flags: &Flags) {
     }
 }
 
-/// A loaded cloud.conf: where it came from, its checked values and the typed view.
+/// A loaded cloud.conf: where it came from, and its settings (generation 1).
 struct Loaded {
     path: PathBuf,
     search: Vec<PathBuf>,
-    checked: config::Checked,
-    config: config::Config,
+    settings: live::Settings,
 }
 
 /// Reads and checks `--cloud-config`, logging every finding; errors stop the start.
@@ -220,7 +235,8 @@ fn load_config(cloud_config: Option<PathBuf>, search: Vec<PathBuf>) -> anyhow::R
         }
     }
     let config = checked.config(&path.display().to_string())?;
-    Ok(Loaded { path, search, checked, config })
+    let settings = live::Settings { generation: 1, checked, config };
+    Ok(Loaded { path, search, settings })
 }
 
 /// Serves `/healthz`, `/readyz` (OpenStack session up, no Kubernetes request refused) and
@@ -273,32 +289,18 @@ async fn clients(
     Ok(k8s::client(kubeconfig, limit, refused).await?)
 }
 
-/// Feeds credentials to the cloud: from the watched Secret when cloud.conf names one, else by
-/// re-reading cloud.conf and clouds.yaml every [`RELOAD_PERIOD`].
-fn spawn_credentials(
+/// Watches the cloud config file for the rest of the run: each good change becomes the next
+/// generation of `settings`, every outcome is told once.
+fn spawn_config(
     tasks: &mut JoinSet<Task>,
-    loaded: Loaded,
-    client: &kube::Client,
-    cloud: &Arc<OpenStack>,
+    (path, search): (PathBuf, Vec<PathBuf>),
+    settings: watch::Sender<Arc<live::Settings>>,
+    teller: reload::Teller,
 ) {
-    let Loaded { path, search, checked, config } = loaded;
-    let target = cloud.clone();
-    let apply = move |c| target.set_credentials(c);
-    match (config.global.secret_name, config.global.secret_namespace) {
-        (Some(name), Some(namespace)) => {
-            let client = client.clone();
-            tasks.spawn(async move {
-                k8s::secret::watch(client, namespace, name, checked.values, apply).await;
-                ("secret-watch", Ok(()))
-            });
-        }
-        _ => {
-            tasks.spawn(async move {
-                config::reload::watch(path, search, RELOAD_PERIOD, apply).await;
-                ("config-reload", Ok(()))
-            });
-        }
-    }
+    tasks.spawn(async move {
+        live::watch_file(path, search, settings, |outcome| teller.tell(outcome)).await;
+        ("config-watch", Ok(()))
+    });
 }
 
 /// When the controllers may start: `main` turns true once this process holds the main lease
@@ -387,11 +389,13 @@ struct Plan {
     refresh_period: Duration,
     monitor_period: Duration,
     regional: bool,
-    networking: Networking,
-    /// The service controller's settings, when it is enabled (flag and `[LoadBalancer] enabled`).
+    /// The cloud config as it is now.
+    current: Current,
+    /// The service controller's flags, when `--controllers` has it (`[LoadBalancer] enabled`
+    /// turns it on and off live).
     service: Option<service::run::Plan>,
-    /// The route controller's settings, when it is on (flags and `[Route] router-id`).
-    route: Option<route::Settings>,
+    /// The route controller's settings while it is on (flags and `[Route] router-id`, live).
+    route: watch::Receiver<Option<route::Settings>>,
     /// Leader migration, when on.
     migration: Option<leader::migration::Migration>,
 }
@@ -465,7 +469,7 @@ fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, ga
         refresh_period,
         monitor_period,
         regional,
-        networking,
+        current,
         service,
         route,
         migration,
@@ -486,12 +490,35 @@ fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, ga
         .applied_objects();
     let controller = Controller::for_stream(nodes, reader)
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
-    let service = service
-        .map(|plan| plan.context(kube.clone(), cloud.clone(), metrics.clone(), controller.store()));
-    let route = route.map(|settings| {
-        route::context(settings, kube.clone(), cloud.clone(), metrics.clone(), controller.store())
+    // `[LoadBalancer]` as it is now, and whether it is on.
+    let lb_settings = live::slice(&current, |s| match LbSettings::from_config(&s.config) {
+        Ok(settings) => settings.map(Arc::new),
+        Err(error) => {
+            tracing::error!(%error, "[LoadBalancer]: the service controller stays off");
+            None
+        }
     });
-    let mut ctx = Context::new(kube, cloud, metrics, networking, controller.store());
+    let lb_on = live::slice(&current, |s| s.config.load_balancer.enabled.then_some(()));
+    if service.is_some() && lb_on.borrow().is_none() {
+        tracing::info!("[LoadBalancer] enabled = false: the service controller stays off");
+    }
+    let services_of = {
+        let (kube, cloud, metrics, nodes) =
+            (kube.clone(), cloud.clone(), metrics.clone(), controller.store());
+        move |plan: &service::run::Plan| {
+            let shared = (cloud.clone(), metrics.clone());
+            plan.context(kube.clone(), shared, nodes.clone(), lb_settings.clone())
+        }
+    };
+    let routes_of = {
+        let (kube, cloud, metrics, nodes) =
+            (kube.clone(), cloud.clone(), metrics.clone(), controller.store());
+        move |settings: route::Settings| {
+            route::context(settings, kube.clone(), cloud.clone(), metrics.clone(), nodes.clone())
+        }
+    };
+    let mut ctx = Context::new(kube, cloud, metrics, Default::default(), controller.store());
+    ctx.networking = live::slice(&current, |s| s.config.networking.clone());
     ctx.regional = regional;
     // Initialization is not migrated (KEP-2436: the kubelet's switch is its own step), but a
     // file may still give it to the other component.
@@ -511,7 +538,7 @@ fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, ga
         tracing::info!(
             cloud_node = controllers.node,
             cloud_node_lifecycle = controllers.lifecycle,
-            route = route.is_some(),
+            route = route.borrow().is_some(),
             "starting controllers"
         );
         let watch =
@@ -529,23 +556,20 @@ fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, ga
             &gates,
             lifecycle::run(ctx.clone(), monitor_period),
         );
+        // Each started in place, stopped or started again when the cloud config says so.
         let services = async {
-            match service {
-                Some((ctx, concurrency)) => {
-                    let run = service::run::start(ctx, concurrency);
-                    service_gate.run(ControllerName::Service, true, &gates, run).await;
-                }
-                None => std::future::pending::<()>().await,
-            }
+            let Some(plan) = &service else { return std::future::pending::<()>().await };
+            switch(ControllerName::Service, lb_on, |()| async {
+                let (ctx, concurrency) = services_of(plan);
+                let run = service::run::start(ctx, concurrency);
+                service_gate.run(ControllerName::Service, true, &gates, run).await;
+            })
+            .await;
         };
-        let routes = async {
-            match route {
-                Some(ctx) => {
-                    route_gate.run(ControllerName::Route, true, &gates, route::run(ctx)).await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
+        let routes = switch(ControllerName::Route, route, |settings| async {
+            let run = route::run(routes_of(settings));
+            route_gate.run(ControllerName::Route, true, &gates, run).await;
+        });
         tokio::select! {
             () = services => (ControllerName::Service.as_str(), Ok(())),
             () = routes => (ControllerName::Route.as_str(), Ok(())),

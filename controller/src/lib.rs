@@ -31,4 +31,5 @@ pub mod kube;
 pub(crate) mod leader;
 pub mod metrics;
 pub mod migrate;
+pub mod reload;
 pub(crate) mod server;

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         home: std::env::var_os("HOME").map(Into::into),
         regional: std::env::var("OS_CCM_REGIONAL").is_ok_and(|v| v == "true"),
         identity: identity(),
+        pod: std::env::var("POD_NAMESPACE").ok().zip(std::env::var("POD_NAME").ok()),
     };
     if flags.check_config {
         let search = occm::config::clouds::search_paths(env.os_client_config_file, env.home);

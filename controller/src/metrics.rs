@@ -50,6 +50,8 @@ pub struct Metrics {
     reconciles: Family<ReconcileLabels, Counter>,
     openstack_connected: Gauge,
     leader: Family<LeaseLabels, Gauge>,
+    config_reload_success: Gauge,
+    config_generation: Gauge,
 }
 
 /// Labels of `occm_leader`.
@@ -94,7 +96,30 @@ impl Default for Metrics {
             "1 while this process holds the lease, by lease",
             leader.clone(),
         );
-        Metrics { registry, calls, latency, reconciles, openstack_connected, leader }
+        let config_reload_success = Gauge::default();
+        registry.register(
+            "config_last_reload_success",
+            "1 when the last change of the cloud config was applied, 0 when it was refused",
+            config_reload_success.clone(),
+        );
+        config_reload_success.set(1);
+        let config_generation = Gauge::default();
+        registry.register(
+            "config_generation",
+            "The cloud config generation in use: 1 at start, one more per change applied",
+            config_generation.clone(),
+        );
+        config_generation.set(1);
+        Metrics {
+            registry,
+            calls,
+            latency,
+            reconciles,
+            openstack_connected,
+            leader,
+            config_reload_success,
+            config_generation,
+        }
     }
 }
 
@@ -132,6 +157,15 @@ impl Metrics {
     pub(crate) fn reconcile(&self, controller: ControllerName, result: &'static str) {
         let labels = ReconcileLabels { controller: controller.as_str(), result };
         self.reconciles.get_or_create(&labels).inc();
+    }
+
+    /// Records a look at a changed cloud config: applied as `generation`, or refused (`None`:
+    /// the generation in use stays).
+    pub(crate) fn config_reloaded(&self, generation: Option<u64>) {
+        self.config_reload_success.set(i64::from(generation.is_some()));
+        if let Some(generation) = generation {
+            self.config_generation.set(i64::try_from(generation).unwrap_or(i64::MAX));
+        }
     }
 
     /// Records whether the OpenStack session is up.

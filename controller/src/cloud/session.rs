@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use osauth::{ErrorKind, Session};
@@ -31,7 +31,8 @@ struct State {
 /// The OpenStack [`Cloud`]: one session shared by all controllers, replaced when credentials change.
 pub struct OpenStack {
     metrics: Arc<Metrics>,
-    timeout: Duration,
+    /// `[Metadata] request-timeout`: bounds every HTTP call.
+    timeout: Mutex<Duration>,
     ready: tokio::sync::watch::Sender<bool>,
     overrides: Mutex<Vec<(&'static str, String)>>,
     state: Mutex<State>,
@@ -50,7 +51,7 @@ impl OpenStack {
     pub fn new(metrics: Arc<Metrics>, request_timeout: Duration) -> Arc<Self> {
         Arc::new(OpenStack {
             metrics,
-            timeout: request_timeout,
+            timeout: Mutex::new(request_timeout),
             ready: tokio::sync::watch::Sender::new(false),
             overrides: Mutex::new(Vec::new()),
             state: Mutex::new(State {
@@ -62,7 +63,7 @@ impl OpenStack {
         })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -70,9 +71,35 @@ impl OpenStack {
     pub fn set_credentials(&self, credentials: Credentials) {
         let mut state = self.state();
         state.credentials = Some(credentials);
+        self.log_in_again(state, "re-authenticating with new credentials");
+    }
+
+    /// The bound of every HTTP call.
+    fn timeout(&self) -> Duration {
+        *self.timeout.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new `[Metadata] request-timeout`: calls take it at once, and the session logs in
+    /// again (its HTTP client was built with the old one). No change, no new login.
+    pub fn set_request_timeout(&self, timeout: Duration) {
+        {
+            let mut now = self.timeout.lock().unwrap_or_else(PoisonError::into_inner);
+            if *now == timeout {
+                return;
+            }
+            *now = timeout;
+        }
+        let state = self.state();
+        if state.credentials.is_some() {
+            self.log_in_again(state, "logging in again with the new request timeout");
+        }
+    }
+
+    /// Drops the session (not ready until the next login, which `keep_connected` makes now).
+    fn log_in_again(&self, mut state: MutexGuard<'_, State>, why: &str) {
         state.generation += 1;
         state.session = None;
-        state.last_error = "re-authenticating with new credentials".to_owned();
+        why.clone_into(&mut state.last_error);
         drop(state);
         self.set_ready(false);
         self.changed.notify_one();
@@ -126,7 +153,7 @@ impl OpenStack {
             };
             let started = Instant::now();
             let overrides = self.overrides.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            let result = connect(&credentials, self.timeout).await.and_then(|mut session| {
+            let result = connect(&credentials, self.timeout()).await.and_then(|mut session| {
                 for (service, url) in overrides {
                     let url: reqwest::Url = url
                         .parse()
@@ -199,7 +226,7 @@ impl OpenStack {
         let started = Instant::now();
         let bounded = |session: Session| {
             let call = f(session);
-            let timeout = self.timeout;
+            let timeout = self.timeout();
             async move {
                 tokio::time::timeout(timeout, call).await.unwrap_or_else(|_| {
                     let message = format!("no answer within {}", crate::duration::format(timeout));

@@ -7,7 +7,7 @@
 
 pub mod clouds;
 pub mod keys;
-pub(crate) mod reload;
+pub mod live;
 pub(crate) mod render;
 pub(crate) mod secret;
 mod typed;
@@ -123,6 +123,13 @@ impl Values {
     pub fn class_get(&self, class: &str, key: &'static str) -> Option<&str> {
         let slot = Self::slot("LoadBalancerClass", Some(class), key);
         self.map.get(&slot).and_then(|v| v.last()).map(String::as_str)
+    }
+
+    /// The values of `section` alone (`[Global]`: everything the credentials are made of, once
+    /// clouds.yaml and a Secret are merged in): a change elsewhere is no new login.
+    pub(crate) fn section(&self, section: &str) -> Values {
+        let map = self.map.iter().filter(|((s, _, _), _)| s == section);
+        Values { map: map.map(|(k, v)| (k.clone(), v.clone())).collect() }
     }
 
     /// The `[LoadBalancerClass]` names.
@@ -290,6 +297,17 @@ pub(crate) fn semantic_checks(checked: &mut Checked) {
             if item.parse::<ipnet::IpNet>().is_err() {
                 found.push(warning(format!(
                     "[Networking] address-sort-order: {item:?} is not a CIDR and is ignored"
+                )));
+            }
+        }
+    }
+    // The service controller's rule for it (annotations.rs `selector_of`), checked here so that
+    // a running CCM never takes a config it would refuse at start.
+    if let Some(selector) = values.get("LoadBalancer", "node-selector") {
+        for pair in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if pair.split_once('=').is_none_or(|(key, _)| key.trim().is_empty()) {
+                found.push(error(format!(
+                    "[LoadBalancer] node-selector: {pair:?} is not key=value"
                 )));
             }
         }

@@ -149,6 +149,13 @@ fn non_boolean_and_non_integer_values_are_errors() {
     assert!(checked("[Global]\ntls-insecure = false\n").errors().is_empty());
 }
 
+#[test]
+fn a_node_selector_pair_without_a_key_is_an_error_as_the_service_controller_would_refuse_it() {
+    let c = checked("[LoadBalancer]\nnode-selector = pool=web, zone\n");
+    assert_eq!(c.errors(), ["[LoadBalancer] node-selector: \"zone\" is not key=value"]);
+    assert!(checked("[LoadBalancer]\nnode-selector = pool=web, zone=\n").errors().is_empty());
+}
+
 /// gcfg 1.2.3 (`set`): a bare `key` (no `=`) is `true` for a bool and resets a list.
 #[test]
 fn blank_value_is_true_for_a_bool_and_resets_a_list() {
@@ -292,6 +299,7 @@ fn every_key_of_the_table_is_accepted_and_printed() {
         ("lb-version", _) => "v2",
         ("search-order", _) => "configDrive",
         ("address-sort-order", _) => "10.0.0.0/8",
+        ("node-selector", _) => "pool=web",
         (_, keys::Kind::Bool | keys::Kind::TextBool) => "true",
         (_, keys::Kind::Duration) => "7s",
         (_, keys::Kind::Uint | keys::Kind::Int) => "4",

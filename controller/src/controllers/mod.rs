@@ -13,6 +13,7 @@ pub(crate) mod provider_id;
 pub mod resync;
 pub mod route;
 pub(crate) mod service;
+pub(crate) mod switch;
 pub(crate) mod synced;
 
 #[cfg(test)]
@@ -126,8 +127,8 @@ pub struct Context<C> {
     pub(crate) cloud: Arc<C>,
     /// Metrics.
     pub(crate) metrics: Arc<Metrics>,
-    /// `[Networking]`.
-    pub(crate) networking: Networking,
+    /// `[Networking]` as it is now: read once per reconcile (`node::node_addresses`).
+    pub(crate) networking: tokio::sync::watch::Receiver<Networking>,
     /// Write `openstack://<region>/<id>` (env `OS_CCM_REGIONAL=true`, as upstream).
     pub(crate) regional: bool,
     /// The Node cache (one reflector, fed by the node controller's watch).
@@ -161,7 +162,7 @@ impl<C: Cloud> Context<C> {
             client,
             cloud,
             metrics,
-            networking,
+            networking: tokio::sync::watch::channel(networking).1,
             regional: false,
             nodes,
             recorder,

@@ -37,7 +37,8 @@ pub(crate) fn node_addresses<C>(
     node: &CachedNode,
     instance: &Instance,
 ) -> Result<Vec<NodeAddress>> {
-    let mut list = addresses::select(instance, &ctx.networking);
+    let networking = ctx.networking.borrow().clone();
+    let mut list = addresses::select(instance, &networking);
     if let Some(provided) = node.annotations().get(PROVIDED_NODE_IP) {
         list = addresses::with_node_ip(&list, provided)
             .map_err(|message| Error::Node { node: node.name_any(), message })?;

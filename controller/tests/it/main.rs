@@ -9,6 +9,7 @@ mod in_cluster;
 mod killed_mid_create;
 mod lb_turns;
 mod leader_migration;
+mod live_config;
 mod load_balancer;
 mod load_balancer_ip;
 mod load_balancer_settings;

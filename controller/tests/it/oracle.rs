@@ -37,6 +37,7 @@ fn sample(key: &keys::Key) -> &'static str {
         ("lb-version", _) => "v2",
         ("search-order", _) => "configDrive",
         ("address-sort-order", _) => "10.0.0.0/8",
+        ("node-selector", _) => "pool=a;with \"quotes\"",
         (_, Kind::Bool | Kind::TextBool) => "true",
         (_, Kind::Duration) => "7s",
         (_, Kind::Uint | Kind::Int) => "4",

@@ -221,24 +221,16 @@ async fn real_secret_rotation_switches_credentials_without_restart() {
         "kube-system",
         json!({"metadata": {"name": "openstack-credentials"}, "data": clouds("wrong-password")}),
     );
-    let base = check_text(
+    let checked = check_text(
         "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\n",
         "cloud.conf",
     )
-    .unwrap()
-    .values;
+    .unwrap();
+    let settings = occm::config::live::Settings::new(checked, "cloud.conf", 1).unwrap();
+    let (_settings, current) = tokio::sync::watch::channel(std::sync::Arc::new(settings));
     let cloud = OpenStack::new(Metrics::shared(), Duration::from_secs(30));
     tokio::spawn(cloud.clone().keep_connected());
-    let target = cloud.clone();
-    tokio::spawn(occm::kube::secret::watch(
-        fake.client(),
-        "kube-system".into(),
-        "openstack-credentials".into(),
-        base,
-        move |c| {
-            target.set_credentials(c);
-        },
-    ));
+    tokio::spawn(occm::reload::feed_cloud(fake.client(), current, cloud.clone()));
     assert!(!cloud.ready());
     fake.patch(
         "v1",

@@ -39,9 +39,19 @@ impl Process {
 
     /// [`Process::start`] of another controller manager's binary (upstream's).
     pub(crate) fn start_program(program: &std::ffi::OsStr, args: &[String]) -> Process {
+        Process::start_with_env(program, args, &[])
+    }
+
+    /// [`Process::start_program`] with `env` (name, value) set too.
+    pub(crate) fn start_with_env(
+        program: &std::ffi::OsStr,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> Process {
         let mut child = Command::new(program)
             .args(args)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -59,6 +69,12 @@ impl Process {
             }
         });
         Process { child, lines, events }
+    }
+
+    /// The exit code if the process has ended (-1 for a signal), `None` while it runs.
+    pub(crate) fn try_exit(&mut self) -> Option<i32> {
+        let status = self.child.try_wait().expect("the child's status")?;
+        Some(status.code().unwrap_or(-1))
     }
 
     /// Waits (bounded) for a stderr line containing `needle`, including lines already seen.

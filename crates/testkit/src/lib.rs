@@ -15,6 +15,7 @@
 //!  heartbeat       a test's Nodes kept Ready on that cluster (their Leases renewed)
 //!  kube_front      a slow HTTP front for either API server: delays the answers a test chooses
 //!  signal          a signal sent the moment a test chooses, without the delay of kill(1)
+//!  mount           a ConfigMap volume as the kubelet lays it out and swaps it on an update
 //! ```
 //!
 //! Helpers panic with a message that says how to fix the setup: a missing tool or stack fails
@@ -27,6 +28,7 @@ pub mod install_config;
 pub mod kube;
 pub mod kube_front;
 pub mod kube_stack;
+pub mod mount;
 pub mod openssl;
 pub mod signal;
 pub mod stack;

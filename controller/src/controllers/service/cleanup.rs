@@ -10,6 +10,7 @@ use serde_json::json;
 use super::names::ServiceId;
 use super::ownership::{self, Found};
 use super::service_api::write_ingress;
+use super::settings::LbSettings;
 use super::{
     Error, Result, ServiceContext, annotations, diff, floating, names, security_group, vip_port,
 };
@@ -22,9 +23,10 @@ use crate::cloud::octavia::LoadBalancerSpec;
 pub(super) async fn cleanup<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
+    conf: &LbSettings,
 ) -> Result<()> {
     let settings =
-        annotations::settings_for_cleanup(service.annotations(), &ctx.defaults, &ctx.classes);
+        annotations::settings_for_cleanup(service.annotations(), &conf.defaults, &conf.classes);
     let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
     let uid = service.metadata.uid.clone().unwrap_or_default();
     let id = ServiceId::new(&ctx.cluster, &namespace, &name, &uid);
@@ -59,7 +61,7 @@ pub(super) async fn cleanup<L: LoadBalancing>(
             // Shared with other Services: only this Service's listeners go.
             let name = id.load_balancer().to_owned();
             let spec = LoadBalancerSpec { name, ..LoadBalancerSpec::default() };
-            let plan = changes.plan(lb, ctx.target(&spec, &id, None, false)).await?;
+            let plan = changes.plan(lb, conf.target(&spec, &id, None, false)).await?;
             if !plan.changes.is_empty() {
                 ctx.event(service, EventType::Normal, "EnsuringLoadBalancer", plan.summary()).await;
             }

@@ -13,6 +13,7 @@ use super::names::ServiceId;
 use super::one_writer::Turn;
 use super::ownership::{self, Found, Maker};
 use super::service_api::{clear_load_balancer_id, set_ingress, write_load_balancer_id};
+use super::settings::LbSettings;
 use super::{Error, Result, ServiceContext, converged, floating, hold, security_group, vip_port};
 use crate::cloud::load_balancing::LoadBalancing;
 use crate::cloud::octavia::{ACTIVE, Change, ERROR, LoadBalancer, LoadBalancerSpec};
@@ -49,19 +50,19 @@ pub(super) fn ports(service: &Service) -> Vec<Port> {
         .collect()
 }
 
-pub(super) fn settings<L: LoadBalancing>(
-    service: &Service,
-    ctx: &ServiceContext<L>,
-) -> Result<Settings> {
-    annotations::settings(service.annotations(), &ctx.defaults, &ctx.classes)
+/// The Service's settings: its annotations over the config's defaults.
+pub(super) fn settings(service: &Service, conf: &LbSettings) -> Result<Settings> {
+    annotations::settings(service.annotations(), &conf.defaults, &conf.classes)
         .map_err(Error::Settings)
 }
 
+/// Makes the Service's load balancer what it and `conf` (the config of this reconcile) say.
 pub(super) async fn ensure<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
+    conf: &LbSettings,
 ) -> Result<()> {
-    let settings = settings(service, ctx)?;
+    let settings = settings(service, conf)?;
     let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
     let uid = service.metadata.uid.clone().unwrap_or_default();
     let id = ServiceId::new(&ctx.cluster, &namespace, &name, &uid);
@@ -91,7 +92,7 @@ pub(super) async fn ensure<L: LoadBalancing>(
         &ports,
         &backends,
         &uid,
-        ctx.manage_security_groups,
+        conf.manage_security_groups,
     ));
     let annotated = settings.load_balancer_id.as_deref();
     let (found, stale) = ownership::find(ctx.cloud.as_ref(), &id, annotated).await?;
@@ -119,7 +120,7 @@ pub(super) async fn ensure<L: LoadBalancing>(
         }
         Found::Own(lb, Maker::Us) if lb.provisioning_status == ERROR => {
             let spec = with_vip(ctx, spec.clone(), &backends).await?;
-            let lb = recreate(service, ctx, lb, &id, &settings, &spec).await?;
+            let lb = recreate(service, ctx, lb, &id, &settings, (&spec, conf.serial)).await?;
             write_load_balancer_id(service, ctx, &lb.id).await?;
             (lb, true, true)
         }
@@ -130,25 +131,25 @@ pub(super) async fn ensure<L: LoadBalancing>(
                 // See: issue 36 (an in-tree floating IP orphaned by a rename).
                 floating::adopt(ctx.cloud.as_ref(), &lb, &id).await?;
             }
-            let target = ctx.target(&spec, &id, Some(maker), keep_members);
+            let target = conf.target(&spec, &id, Some(maker), keep_members);
             let (lb, changed) = converge(service, ctx, lb, target, &turn).await?;
             (lb, changed, true)
         }
         Found::Shared(lb) => {
             let turn = ctx.turns.take(&lb.id).await;
-            let target = ctx.target(&spec, &id, None, keep_members);
+            let target = conf.target(&spec, &id, None, keep_members);
             let (lb, changed) = converge(service, ctx, lb, target, &turn).await?;
             (lb, changed, false)
         }
         Found::Nothing => {
             let spec = with_vip(ctx, spec.clone(), &backends).await?;
-            let lb = create(service, ctx, &spec).await?;
+            let lb = create(service, ctx, &spec, conf.serial).await?;
             write_load_balancer_id(service, ctx, &lb.id).await?;
             (lb, true, true)
         }
     };
     // With no eligible node, the group stays on the ports it is on (`hold`).
-    if ctx.manage_security_groups && !keep_members {
+    if conf.manage_security_groups && !keep_members {
         let owner = security_group::Owner { service: &id, load_balancer: &spec.name };
         security_group::ensure(ctx.cloud.as_ref(), owner, Some(&lb), &ports, &ranges, &backends)
             .await?;
@@ -286,10 +287,11 @@ pub(super) async fn create<L: LoadBalancing>(
     service: &Service,
     ctx: &ServiceContext<L>,
     spec: &LoadBalancerSpec,
+    serial: bool,
 ) -> Result<LoadBalancer> {
     let note = format!("Creating load balancer {}", spec.name);
     ctx.event(service, EventType::Normal, "EnsuringLoadBalancer", note).await;
-    ctx.changes().create(spec, ctx.serial).await
+    ctx.changes().create(spec, serial).await
 }
 
 /// Our load balancer went to ERROR (Octavia gave up on a create or an update): nothing can
@@ -301,14 +303,14 @@ pub(super) async fn recreate<L: LoadBalancing>(
     lb: LoadBalancer,
     id: &ServiceId<'_>,
     settings: &Settings,
-    spec: &LoadBalancerSpec,
+    (spec, serial): (&LoadBalancerSpec, bool),
 ) -> Result<LoadBalancer> {
     let note = format!("Load balancer {} is in ERROR: deleting it and creating it again", lb.id);
     ctx.event(service, EventType::Warning, "EnsuringLoadBalancer", note).await;
     floating::release_all(ctx.cloud.as_ref(), &lb, id, settings.keep_floating_ip).await?;
     ctx.changes().delete(&lb, " (in ERROR)").await?;
     vip_port::clean_left(ctx.cloud.as_ref(), &lb, id, settings.keep_floating_ip).await?;
-    create(service, ctx, spec).await
+    create(service, ctx, spec, serial).await
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector;
 
 use super::annotations::Defaults;
+use super::settings::LbSettings;
 use super::{ServiceContext, converged, notice, one_writer, run, wait};
 
 use crate::cloud;
@@ -433,6 +434,13 @@ pub(crate) fn context(client: kube::Client, cloud: Arc<Memory>) -> Arc<ServiceCo
         subnet_id: Some("subnet-1".into()),
         ..Defaults::default()
     };
+    let settings = LbSettings {
+        defaults,
+        classes: BTreeMap::new(),
+        serial: false,
+        manage_security_groups: false,
+        max_shared_lb: 2,
+    };
     Arc::new(ServiceContext {
         recorder: Recorder::new(client.clone(), ServiceContext::<Memory>::reporter()),
         client,
@@ -440,11 +448,7 @@ pub(crate) fn context(client: kube::Client, cloud: Arc<Memory>) -> Arc<ServiceCo
         metrics: Metrics::shared(),
         nodes,
         cluster: "prod".into(),
-        defaults,
-        classes: BTreeMap::new(),
-        serial: false,
-        manage_security_groups: false,
-        max_shared_lb: 2,
+        settings: tokio::sync::watch::channel(Some(Arc::new(settings))).1,
         wait_limit: wait::LIMIT,
         failures: run::Failures::default(),
         resync: Duration::from_secs(60),

@@ -27,10 +27,10 @@ pub(crate) mod reconcile;
 pub(crate) mod run;
 pub(crate) mod security_group;
 mod service_api;
+pub(crate) mod settings;
 mod vip_port;
 pub(crate) mod wait;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
@@ -39,10 +39,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
 use crate::cloud;
-use crate::cloud::octavia::LoadBalancerSpec;
 use crate::controllers::projection::CachedNode;
 use crate::metrics::Metrics;
-use names::ServiceId;
 
 /// The finalizer the upstream service controller uses: the Service is not removed before its
 /// load balancer (and the floating IP and security group the controller made) is gone.
@@ -119,14 +117,9 @@ pub(crate) struct ServiceContext<L> {
     pub(crate) recorder: Recorder,
     /// `--cluster-name`.
     pub(crate) cluster: String,
-    pub(crate) defaults: annotations::Defaults,
-    pub(crate) classes: BTreeMap<String, annotations::Class>,
-    /// `provider-requires-serial-api-calls`: no fully-populated create.
-    pub(crate) serial: bool,
-    /// `manage-security-groups`: a security group on the members' ports.
-    pub(crate) manage_security_groups: bool,
-    /// `max-shared-lb`: how many Services one load balancer may serve.
-    pub(crate) max_shared_lb: usize,
+    /// The cloud config's `[LoadBalancer]` as it is now (`None`: `enabled = false`): a
+    /// reconcile takes it at its start.
+    pub(crate) settings: tokio::sync::watch::Receiver<Option<Arc<settings::LbSettings>>>,
     /// How long a load balancer may stay `PENDING_*`.
     pub(crate) wait_limit: std::time::Duration,
     /// Failures in a row per Service, for the backoff.
@@ -156,18 +149,6 @@ impl<L: cloud::load_balancing::Octavia> ServiceContext<L> {
     /// The Octavia calls of a reconcile (`changes`).
     fn changes(&self) -> changes::Changes<'_, L> {
         changes::Changes { cloud: self.cloud.as_ref(), wait_limit: self.wait_limit }
-    }
-
-    /// What `changes` plans for `spec` of Service `id` (`maker`: its own load balancer).
-    fn target<'a>(
-        &self,
-        spec: &'a LoadBalancerSpec,
-        id: &'a ServiceId<'a>,
-        maker: Option<ownership::Maker>,
-        keep_members: bool,
-    ) -> changes::Target<'a> {
-        let max_shared_lb = self.max_shared_lb;
-        changes::Target { spec, id, maker, keep_members, max_shared_lb }
     }
 }
 

@@ -31,9 +31,14 @@ async fn one<L: LoadBalancing>(
     service: Arc<Service>,
     ctx: Arc<ServiceContext<L>>,
 ) -> Result<Action> {
+    // The config as it is now, kept to the end of this reconcile.
+    let Some(conf) = ctx.settings.borrow().clone() else {
+        // `[LoadBalancer] enabled = false` came in: the controller is being stopped.
+        return Ok(Action::await_change());
+    };
     if wants_load_balancer(&service) {
         add_finalizer(&service, &ctx).await?;
-        ensure(&service, &ctx).await?;
+        ensure(&service, &ctx, &conf).await?;
         return Ok(Action::requeue(ctx.resync));
     }
     if let Some(class) = other_class(&service) {
@@ -45,7 +50,7 @@ async fn one<L: LoadBalancing>(
     }
     if service.finalizers().iter().any(|f| f == FINALIZER) {
         ctx.converged.forget(&super::key(&service));
-        super::cleanup::cleanup(&service, &ctx).await?;
+        super::cleanup::cleanup(&service, &ctx, &conf).await?;
         remove_finalizer(&service, &ctx).await?;
         ctx.notices.forget(&super::key(&service));
     }

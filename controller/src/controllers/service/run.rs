@@ -1,7 +1,7 @@
 //! The service controller's loop: Services watched, every one re-checked when the set of
 //! eligible nodes changes, failures retried per Service with backoff and reported as Events.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -14,15 +14,15 @@ use kube::runtime::controller::{self, Action};
 use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::reflector::Store;
 use kube::runtime::{Controller, watcher};
+use tokio::sync::watch;
 
-use super::annotations::Defaults;
 use super::desired::NodeView;
 use super::ensure::node_view;
 use super::reconcile::reconcile;
+use super::settings::LbSettings;
 use super::{Error, ServiceContext};
 use crate::cloud::OpenStack;
 use crate::cloud::load_balancing::LoadBalancing;
-use crate::config::{Config, LbClass};
 use crate::controllers::name::ControllerName;
 use crate::controllers::projection::CachedNode;
 use crate::metrics::Metrics;
@@ -61,12 +61,15 @@ pub(crate) fn backoff(n: u32) -> Duration {
 pub(crate) async fn run<L: LoadBalancing>(ctx: Arc<ServiceContext<L>>, concurrency: u16) {
     let services: Api<Service> = Api::all(ctx.client.clone());
     let nodes = ctx.nodes.clone();
+    let settings = ctx.settings.clone();
     let controller = Controller::new(services, watcher::Config::default());
     // For `own_writes` to forget the Services gone (set once: run is called once).
     let _ = ctx.services.set(controller.store());
     controller
         .with_config(controller::Config::default().concurrency(concurrency))
-        .reconcile_all_on(members_changed(nodes))
+        // Every Service at once when the members may have changed, or the config did: a
+        // changed default reaches each one now, not at its next resync.
+        .reconcile_all_on(futures::stream::select(members_changed(nodes), changed(settings)))
         .run(reconcile_and_report, error_policy, ctx)
         .for_each(|_| async {})
         .await;
@@ -117,6 +120,15 @@ fn error_policy<L: LoadBalancing>(
     Action::requeue(backoff(count.unwrap_or(1)))
 }
 
+/// Emits when the controller's settings change (a new config generation that changed them).
+fn changed(settings: Live) -> impl futures::Stream<Item = ()> + Send {
+    futures::stream::unfold(settings, |mut settings| async move {
+        settings.changed().await.ok()?;
+        tracing::info!("load balancer settings changed: every Service is reconciled");
+        Some(((), settings))
+    })
+}
+
 /// Emits when the nodes that could be members change (readiness, labels, address, deletion),
 /// never for heartbeats.
 fn members_changed(nodes: Store<CachedNode>) -> impl futures::Stream<Item = ()> + Send {
@@ -141,57 +153,40 @@ fn fingerprint(views: &[NodeView]) -> u64 {
     hasher.finish()
 }
 
-/// What the service controller needs from the flags and the cloud config.
+/// What the service controller takes from the flags; its share of the cloud config comes
+/// live (`settings`).
 #[derive(Debug)]
 pub(crate) struct Plan {
     cluster: String,
-    defaults: Defaults,
-    classes: BTreeMap<String, LbClass>,
-    serial: bool,
-    manage_security_groups: bool,
-    max_shared_lb: usize,
     concurrency: u16,
     resync: Duration,
 }
 
+/// The controller's settings as they are now: `None` while `[LoadBalancer] enabled = false`.
+pub(crate) type Live = watch::Receiver<Option<Arc<LbSettings>>>;
+
 impl Plan {
-    /// `None` when `--controllers` leaves the controller out or `[LoadBalancer] enabled =
-    /// false`; a bad `[LoadBalancer]` value is a startup error.
+    /// `None` when `--controllers` leaves the controller out.
     pub(crate) fn new(
         enabled: bool,
-        config: &Config,
         cluster: String,
         concurrency: u32,
         resync: Duration,
-    ) -> anyhow::Result<Option<Plan>> {
-        if !enabled {
-            return Ok(None);
-        }
-        let lb = &config.load_balancer;
-        if !lb.enabled {
-            tracing::info!("[LoadBalancer] enabled = false: the service controller stays off");
-            return Ok(None);
-        }
-        let defaults = Defaults::from_config(lb).map_err(anyhow::Error::msg)?;
-        Ok(Some(Plan {
+    ) -> Option<Plan> {
+        enabled.then(|| Plan {
             cluster,
-            defaults,
-            classes: config.lb_classes.clone(),
-            serial: lb.serial_api_calls,
-            manage_security_groups: lb.manage_security_groups,
-            max_shared_lb: usize::try_from(lb.max_shared_lb).unwrap_or(0),
             concurrency: u16::try_from(concurrency).unwrap_or(u16::MAX),
             resync,
-        }))
+        })
     }
 
     /// The shared context (the node cache is the node controller's) and the concurrency.
     pub(crate) fn context(
-        self,
+        &self,
         client: kube::Client,
-        cloud: Arc<OpenStack>,
-        metrics: Arc<Metrics>,
+        (cloud, metrics): (Arc<OpenStack>, Arc<Metrics>),
         nodes: Store<CachedNode>,
+        settings: Live,
     ) -> (Arc<ServiceContext<OpenStack>>, u16) {
         let recorder = Recorder::new(client.clone(), ServiceContext::<OpenStack>::reporter());
         let ctx = ServiceContext {
@@ -200,12 +195,8 @@ impl Plan {
             metrics,
             nodes,
             recorder,
-            cluster: self.cluster,
-            defaults: self.defaults,
-            classes: self.classes,
-            serial: self.serial,
-            manage_security_groups: self.manage_security_groups,
-            max_shared_lb: self.max_shared_lb,
+            cluster: self.cluster.clone(),
+            settings,
             wait_limit: super::wait::LIMIT,
             failures: Failures::default(),
             resync: self.resync,
