@@ -209,9 +209,12 @@ fn for_one_node(generated: &Value, kube: &KubeStack) -> Value {
     }
     let api = kube.url().trim_start_matches("https://").to_owned();
     let (host, port) = api.split_once(':').unwrap();
-    container["env"] = json!([
-        {"name": "KUBERNETES_SERVICE_HOST", "value": host},
-        {"name": "KUBERNETES_SERVICE_PORT", "value": port},
+    if container["env"].is_null() {
+        container["env"] = json!([]);
+    }
+    container["env"].as_array_mut().unwrap().extend([
+        json!({"name": "KUBERNETES_SERVICE_HOST", "value": host}),
+        json!({"name": "KUBERNETES_SERVICE_PORT", "value": port}),
     ]);
     let container = container.as_object_mut().unwrap();
     container.remove("ports").expect("ports");
