@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use serde_json::json;
 use testkit::cluster::Cluster;
-use testkit::kube::{kubeconfig, load_balancer_service};
+use testkit::kube::load_balancer_service;
 use testkit::mount::KubeletMount;
 use testkit::stack::StackEnv;
 use testkit::sweep::Sweep;
 
 use crate::load_balancer::{clouds_conf, ingress_ip, lb_list, node, reasons, until};
-use crate::support::{OPEN_METRICS, Process, free_port, https, process_bin};
+use crate::support::{Process, ccm_args, https, process_bin};
 
 const CONF: &str = "cloud.conf";
 /// Where the CCM says a refused edit: its Pod, as the downward API names it.
@@ -60,19 +60,14 @@ async fn an_edit_of_the_mounted_config_reaches_the_same_process_and_a_bad_one_ne
         clouds_conf(&env, cloud, &format!("subnet-id = {subnet}\nlb-method = {method}\n"))
     };
     let mut mount = KubeletMount::new(&[(CONF, &conf("ROUND_ROBIN"))]);
-    let port = free_port();
-    let args = [
-        "--cloud-provider=openstack".to_owned(),
-        format!("--cloud-config={}", mount.path(CONF).display()),
-        format!("--kubeconfig={}", kubeconfig(mount.dir(), &fake.url()).display()),
-        "--bind-address=127.0.0.1".to_owned(),
-        format!("--secure-port={port}"),
-        OPEN_METRICS.to_owned(),
-        "--controllers=service".to_owned(),
-        format!("--cluster-name={cluster}"),
-        "--leader-elect=false".to_owned(),
-        "--load-balancer-resync-period=10m".to_owned(),
+    let cluster_flag = format!("--cluster-name={cluster}");
+    let flags = [
+        "--controllers=service",
+        cluster_flag.as_str(),
+        "--leader-elect=false",
+        "--load-balancer-resync-period=10m",
     ];
+    let (args, port) = ccm_args(&fake.url(), &mount.path(CONF), mount.dir(), &flags);
     let pod = [("POD_NAMESPACE", POD.0), ("POD_NAME", POD.1)];
     let mut process = Process::start_with_env(&process_bin(), &args, &pod);
     let name = format!("kube_service_{cluster}_shop_live");

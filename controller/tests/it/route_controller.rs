@@ -24,11 +24,12 @@ use occm::controllers::route::{self, Memory, RouteContext, Settings};
 use occm::metrics::Metrics;
 use serde_json::{Value, json};
 use testkit::kube::NodeFixture;
+use testkit::mount::KubeletMount;
 use testkit::stack::StackEnv;
 use testkit::sweep::Sweep;
 
 use crate::real_openstack::credentials;
-use crate::support::{Process, scene, start_ccm};
+use crate::support::{Process, ccm_args, scene, start_ccm};
 
 /// A node of `server` (when it is one) with this pod CIDR and InternalIP.
 fn node(name: &str, pod_cidr: &str, ip: &str, server: Option<&str>) -> Value {
@@ -551,6 +552,57 @@ async fn real_binary_names_a_wrong_router_then_routes_with_the_right_one() {
     .await;
     assert_eq!(share.routes().await, set(&[("10.206.1.0/24", &ip)]));
     assert_eq!(pairs(&cloud, &ip).await, ["10.206.1.0/24"]);
+    drop(process);
+    share.clean().await;
+    scene(&env, &["port-delete", &port_id]).await;
+}
+
+/// `[Route] router-id` given to a running CCM in a kubelet-style swap of its mounted config: the
+/// route controller starts in place and the node's route appears; taken away again: it stops
+/// and leaves the routes as they are (a node deleted afterwards keeps its route), as a CCM
+/// started without a router would.
+#[tokio::test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+async fn real_router_id_given_to_a_running_ccm_starts_the_routes_and_taken_away_stops_them() {
+    let _sweep = Sweep::start();
+    let env = StackEnv::load();
+    let port = scene(&env, &["port-create", "--name", &port_name("live", 0)]).await;
+    let (port_id, ip) = (
+        port["id"].as_str().unwrap().to_owned(),
+        port["fixed_ips"][0]["ip_address"].as_str().unwrap().to_owned(),
+    );
+    let cloud = connect(&env, &Metrics::shared()).await;
+    let share = Share::new(&env, &cloud, "10.207.0.0/16");
+    share.clean().await;
+    let fake = FakeApiServer::start().await.unwrap();
+    fake.create("v1", "nodes", "", node("live-r", "10.207.1.0/24", &ip, None));
+    let without = conf(&env, "x").replace("\n[Route]\nrouter-id = x\n", "\n");
+    let mut mount = KubeletMount::new(&[("cloud.conf", &without)]);
+    let flags = [
+        "--controllers=route",
+        "--leader-elect=false",
+        "--cluster-cidr=10.207.0.0/16",
+        "--route-reconciliation-period=2s",
+    ];
+    let (args, _port) = ccm_args(&fake.url(), &mount.path("cloud.conf"), mount.dir(), &flags);
+    let process = Process::start(&args);
+    process.wait_line("the route controller stays off", Duration::from_secs(60)).await;
+    process.wait_line("starting controllers", Duration::from_secs(60)).await;
+
+    mount.swap(&[("cloud.conf", &conf(&env, &env["OPENSTACK_ROUTER_ID"]))]);
+    process.wait_line("turned on by the cloud config: starting it", Duration::from_secs(30)).await;
+    wait_for("the node's route", &process, || {
+        (condition(&fake, "live-r") == created()).then_some(())
+    })
+    .await;
+    assert_eq!(share.routes().await, set(&[("10.207.1.0/24", &ip)]));
+
+    mount.swap(&[("cloud.conf", &without)]);
+    process.wait_line("turned off by the cloud config: stopping it", Duration::from_secs(30)).await;
+    fake.delete("v1", "nodes", "", "live-r");
+    // Three periods of a controller that would have removed it.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(share.routes().await, set(&[("10.207.1.0/24", &ip)]), "left as it was");
     drop(process);
     share.clean().await;
     scene(&env, &["port-delete", &port_id]).await;

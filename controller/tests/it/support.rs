@@ -157,17 +157,29 @@ pub(crate) fn start_ccm(
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("cloud.conf");
     std::fs::write(&conf, cloud_conf).unwrap();
+    let (args, port) = ccm_args(api_url, &conf, dir.path(), extra);
+    (Process::start(&args), port, dir)
+}
+
+/// The arguments of [`start_ccm`] for the cloud config at `conf` (its kubeconfig written into
+/// `dir`), and the port it serves on.
+pub(crate) fn ccm_args(
+    api_url: &str,
+    conf: &std::path::Path,
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> (Vec<String>, u16) {
     let port = free_port();
     let mut args = vec![
         "--cloud-provider=openstack".to_owned(),
         format!("--cloud-config={}", conf.display()),
-        format!("--kubeconfig={}", kubeconfig(dir.path(), api_url).display()),
+        format!("--kubeconfig={}", kubeconfig(dir, api_url).display()),
         "--bind-address=127.0.0.1".to_owned(),
         format!("--secure-port={port}"),
         OPEN_METRICS.to_owned(),
     ];
     args.extend(extra.iter().map(|flag| (*flag).to_owned()));
-    (Process::start(&args), port, dir)
+    (args, port)
 }
 
 /// The binary for `--cloud-provider=openstack` with the cloud config at `conf` and the
