@@ -234,8 +234,11 @@ fn load_config(cloud_config: Option<PathBuf>, search: Vec<PathBuf>) -> anyhow::R
             Severity::Error => tracing::error!(file = %path.display(), "{}", diagnostic.message),
         }
     }
-    let config = checked.config(&path.display().to_string())?;
-    let settings = live::Settings { generation: 1, checked, config };
+    let origin = path.display().to_string();
+    // Every error at once, as --check-config prints them.
+    checked.config(&origin)?;
+    let settings =
+        live::Settings::new(checked, &origin, 1).map_err(|e| anyhow::anyhow!(e.join("; ")))?;
     Ok(Loaded { path, search, settings })
 }
 

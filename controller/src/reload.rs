@@ -20,7 +20,7 @@ use crate::metrics::Metrics;
 pub async fn feed_cloud(client: kube::Client, mut current: Current, cloud: Arc<OpenStack>) {
     let apply = |c| cloud.set_credentials(c);
     let mut from_secret: secret::Last = None;
-    let mut from_file: Option<Values> = None;
+    let mut from_file: Option<(Values, [u8; 32])> = None;
     loop {
         let settings = current.borrow_and_update().clone();
         cloud.set_request_timeout(settings.config.metadata.request_timeout);
@@ -36,7 +36,7 @@ pub async fn feed_cloud(client: kube::Client, mut current: Current, cloud: Arc<O
             }
             None => {
                 from_secret = None;
-                let global = settings.values().section("Global");
+                let global = (settings.values().section("Global"), settings.files);
                 if from_file.as_ref() != Some(&global) {
                     from_file = Some(global);
                     apply(credentials(settings.values()));

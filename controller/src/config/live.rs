@@ -32,13 +32,22 @@ pub struct Settings {
     pub generation: u64,
     pub(crate) checked: Checked,
     pub(crate) config: Config,
+    /// A hash of the files `[Global]` names (`ca-file`, `cert-file`, `key-file`), read at
+    /// each login: a CA bundle rotated in place is a change too.
+    pub(crate) files: [u8; 32],
 }
 
 impl Settings {
     /// The settings of checked values from `origin`, or every error.
     pub fn new(checked: Checked, origin: &str, generation: u64) -> Result<Self, Vec<String>> {
         let config = checked.config(origin).map_err(|_| checked.errors())?;
-        Ok(Settings { generation, checked, config })
+        let files = named_files(&checked.values);
+        Ok(Settings { generation, checked, config, files })
+    }
+
+    /// True when `other` is the same configuration (values and named files).
+    pub(crate) fn same_as(&self, other: &Settings) -> bool {
+        self.checked.values == other.checked.values && self.files == other.files
     }
 
     /// The values the credentials are made of (merged with the Secret's when one is named).
@@ -103,6 +112,18 @@ fn fingerprint(path: &Path) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
+/// The files `[Global]` names, hashed together.
+fn named_files(values: &Values) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    for key in ["ca-file", "cert-file", "key-file"] {
+        if let Some(path) = values.get("Global", key).filter(|p| !p.is_empty()) {
+            hash.update(key);
+            hash.update(fingerprint(Path::new(path)));
+        }
+    }
+    hash.finalize().into()
+}
+
 /// Watches `path` every [`POLL`] from the settings `tx` holds (the start's), sends each good
 /// change as the next generation and tells `report` every outcome once per distinct content.
 /// clouds.yaml is read with each look at a changed cloud.conf, and its own changes are seen at
@@ -131,7 +152,7 @@ pub(crate) async fn watch_file(
         }
         let current = tx.borrow().clone();
         let outcome = match read(&path, &search, current.generation + 1) {
-            Ok(settings) if settings.checked.values == current.checked.values => {
+            Ok(settings) if settings.same_as(&current) => {
                 rejected = None;
                 continue;
             }

@@ -41,7 +41,7 @@ pub(crate) fn credentials(
 
 /// What the Secret last gave, kept across restarts of [`watch`] (a new config generation): the
 /// credentials are applied again only when they changed.
-pub(crate) type Last = Option<Loaded>;
+pub(crate) type Last = Option<(Loaded, [u8; 32])>;
 
 /// Watches `namespace/name` (with backoff on API errors) and calls `apply` whenever the
 /// credentials merged from it over the cloud config `current` holds change: a rotated Secret,
@@ -58,7 +58,8 @@ pub(crate) async fn watch(
     let api: Api<Secret> = Api::namespaced(client, &namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut events = std::pin::pin!(watcher(api, config).default_backoff());
-    let mut base = current.borrow_and_update().values().clone();
+    let settings = current.borrow_and_update().clone();
+    let (mut base, mut files) = (settings.values().clone(), settings.files);
     let mut secret: Option<Secret> = None;
     let mut seen_in_init = false;
     loop {
@@ -72,9 +73,9 @@ pub(crate) async fn watch(
                 if secret_of(&settings.config) != Some((namespace.clone(), name.clone())) {
                     return;
                 }
-                base = settings.values().clone();
+                (base, files) = (settings.values().clone(), settings.files);
                 if let Some(secret) = &secret {
-                    take(&base, secret, &origin, apply, last);
+                    take((&base, files), secret, &origin, apply, last);
                 }
                 continue;
             }
@@ -108,7 +109,7 @@ pub(crate) async fn watch(
             }
             watcher::Event::Apply(applied) => applied,
         };
-        take(&base, &applied, &origin, apply, last);
+        take((&base, files), &applied, &origin, apply, last);
         secret = Some(applied);
     }
 }
@@ -118,19 +119,20 @@ pub(crate) fn secret_of(config: &Config) -> Option<(String, String)> {
     config.global.secret_namespace.clone().zip(config.global.secret_name.clone())
 }
 
-/// Applies the credentials of `secret` over `base` when they differ from `last`.
+/// Applies the credentials of `secret` over `base` when they (or the files the config names,
+/// `files`) differ from `last`.
 fn take(
-    base: &Values,
+    (base, files): (&Values, [u8; 32]),
     secret: &Secret,
     origin: &str,
     apply: &impl Fn(Credentials),
     last: &mut Last,
 ) {
     match credentials(base, secret, origin) {
-        Ok((loaded, _)) if last.as_ref() == Some(&loaded) => {}
+        Ok((loaded, _)) if last.as_ref() == Some(&(loaded.clone(), files)) => {}
         Ok((loaded, credentials)) => {
             let rotated = last.is_some();
-            *last = Some(loaded);
+            *last = Some((loaded, files));
             tracing::info!(secret = %origin, rotated, "credentials loaded from Secret");
             apply(credentials);
         }

@@ -143,3 +143,21 @@ async fn a_rewritten_clouds_yaml_is_a_new_generation_and_a_broken_one_is_kept_ou
     let now = current.borrow().clone();
     assert_eq!((now.generation, password(&now).as_deref()), (2, Some("two")));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_ca_file_rotated_in_place_is_a_new_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\nold\n").unwrap();
+    let conf = dir.path().join("cloud.conf");
+    std::fs::write(&conf, format!("{GOOD}[Global]\nca-file = {}\n", ca.display())).unwrap();
+    let first = read(&conf, &[], 1).unwrap();
+    let (tx, current) = watch::channel(Arc::new(first));
+    tokio::spawn(watch_file(conf, Vec::new(), tx, |_: &Outcome| {}));
+    looks(2).await;
+    assert_eq!(current.borrow().generation, 1);
+
+    std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\nnew\n").unwrap();
+    looks(2).await;
+    assert_eq!(current.borrow().generation, 2, "the same values, another CA bundle");
+}
