@@ -32,15 +32,23 @@
 #   scripts/bench.sh --lb --quick
 #                              the same with 2 Services, debug build, no figures (scripts/test.sh
 #                              runs it against its stack)
+#   scripts/bench.sh --live-config
+#                              cloud config edits under a running CCM (cargo bench --bench
+#                              live_config: swap → first request using the new value over 20
+#                              edits, RSS over 1,000 edits; about 20 minutes). The stack as for
+#                              --real. CCM_BENCH_EDITS and CCM_BENCH_IDLE_EDITS change the counts.
+#   scripts/bench.sh --live-config --quick
+#                              2 and 3 edits, debug build, no figures (scripts/test.sh runs it)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-quick="" real="" lb="" generator=""
+quick="" real="" lb="" live="" generator=""
 for arg in "$@"; do
   case $arg in
   --quick) quick=1 ;;
   --real) real=1 ;;
   --lb) lb=1 ;;
+  --live-config) live=1 ;;
   --generator) generator=1 ;;
   *)
     echo "bench.sh: unknown argument '$arg' (see the head of $0)" >&2
@@ -49,7 +57,7 @@ for arg in "$@"; do
   esac
 done
 
-if [ -n "$real$lb" ]; then
+if [ -n "$real$lb$live" ]; then
   if [ -z "${CCM_OPENSTACK_ENV:-}" ]; then
     if ! scripts/openstack-up.sh --status 2>/dev/null; then
       trap 'scripts/openstack-down.sh' EXIT
@@ -57,6 +65,16 @@ if [ -n "$real$lb" ]; then
     CCM_OPENSTACK_ENV=$(scripts/openstack-up.sh) # prints the path of the env file
   fi
   export CCM_OPENSTACK_ENV
+  if [ -n "$live" ]; then
+    if [ -n "$quick" ]; then
+      CCM_BENCH_EDITS=2 CCM_BENCH_IDLE_EDITS=3 cargo test --locked -q \
+        -p openstack-cloud-controller-manager --bench live_config >/dev/null
+      printf 'ok  cloud config edits under a running CCM (2 + 3 edits)\n'
+    else
+      cargo bench --locked -q -p openstack-cloud-controller-manager --bench live_config
+    fi
+    exit 0
+  fi
   if [ -n "$lb" ]; then
     if [ -n "$quick" ]; then
       CCM_BENCH_SERVICES=2 CCM_BENCH_ADOPTED=1 cargo test --locked -q -p openstack-cloud-controller-manager \

@@ -127,6 +127,8 @@ else
     scripts/bench.sh --real --quick
     step "real OpenStack: the load-balancer benchmark still runs against it (2 Services, about 1 min)"
     scripts/bench.sh --lb --quick
+    step "real OpenStack: the live config benchmark still runs against it (5 edits, about 20 s)"
+    scripts/bench.sh --live-config --quick
     step "real OpenStack: the CCM from the container image initializes a real node"
     scripts/image.sh --test-openstack "$env_file"
   fi

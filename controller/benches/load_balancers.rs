@@ -22,25 +22,24 @@
 // scale/real.rs also boots servers, which this benchmark does not use.
 #![allow(dead_code)]
 
+#[path = "common/ccm.rs"]
+mod ccm;
 #[path = "scale/ops.rs"]
 mod ops;
 #[path = "scale/real.rs"]
 mod real;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fake_kube_apiserver::FakeApiServer;
 use serde_json::{Value, json};
-use testkit::kube::{NodeFixture, kubeconfig, load_balancer_service};
-use testkit::stack::StackEnv;
-use testkit::sweep::Sweep;
+use testkit::kube::{NodeFixture, load_balancer_service};
 
+use ccm::{Controller, Octavia, env_number, percentile, settle};
 use ops::Counter;
-use real::Real;
 
-const BIN: &str = env!("CARGO_BIN_EXE_openstack-cloud-controller-manager");
 const NODES: usize = 20;
 const PORTS: [u16; 3] = [80, 443, 8080];
 const NAMESPACE: &str = "bench";
@@ -48,10 +47,6 @@ const NAMESPACE: &str = "bench";
 /// `cargo test --bench`), and how many periods it lasts.
 const RESYNC: Duration = Duration::from_secs(if cfg!(debug_assertions) { 2 } else { 10 });
 const WINDOW_PERIODS: u32 = 6;
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn node(i: usize) -> Value {
     let mut node = NodeFixture::initialized(&format!("lbb-node-{i:02}")).build();
@@ -97,111 +92,6 @@ fn service(i: usize) -> Value {
 
 /// The controller process and the port of its /metrics; stopped (SIGTERM, then waited for)
 /// when dropped, on a panic too.
-struct Controller {
-    child: Child,
-    port: u16,
-    log: std::path::PathBuf,
-    /// For /metrics (its certificate is self-signed).
-    client: reqwest::Client,
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
-    }
-}
-
-impl Controller {
-    /// The controller binary, service controller only, against `fake` and the proxy.
-    fn start(dir: &tempfile::TempDir, fake: &FakeApiServer, conf: &str, flags: &[String]) -> Self {
-        let path = dir.path().join("cloud.conf");
-        std::fs::write(&path, conf).expect("write cloud.conf");
-        let log = dir.path().join("occm.log");
-        let file =
-            std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let mut args = vec![
-            "--cloud-provider=openstack".to_owned(),
-            format!("--cloud-config={}", path.display()),
-            format!("--kubeconfig={}", kubeconfig(dir.path(), &fake.url()).display()),
-            "--controllers=service".to_owned(),
-            "--leader-elect=false".to_owned(),
-            "--bind-address=127.0.0.1".to_owned(),
-            format!("--secure-port={port}"),
-            // Its /metrics is read without a token (the fake API server has no TokenReview).
-            "--authorization-always-allow-paths=/healthz,/readyz,/metrics".to_owned(),
-            "--kube-api-qps=-1".to_owned(),
-        ];
-        args.extend(flags.iter().cloned());
-        let child = Command::new(BIN)
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("start the controller binary");
-        let client = reqwest::Client::builder()
-            .danger_accept_invalid_certs(true)
-            .build()
-            .expect("HTTPS client");
-        Controller { child, port, log, client }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The service controller's reconciles so far (`occm_reconciles_total`, every result);
-    /// 0 until /metrics answers.
-    async fn reconciles(&self) -> u64 {
-        let url = format!("https://127.0.0.1:{}/metrics", self.port);
-        let Ok(response) = self.client.get(url).send().await else { return 0 };
-        let text = response.text().await.unwrap_or_default();
-        text.lines()
-            .filter(|l| l.starts_with("occm_reconciles_total{controller=\"service\","))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum()
-    }
-
-    /// Waits until `n` service reconciles have ended, at most `limit`; returns the count.
-    async fn until_reconciles(&self, n: u64, limit: Duration) -> u64 {
-        let deadline = Instant::now() + limit;
-        loop {
-            let done = self.reconciles().await;
-            if done >= n {
-                return done;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{done} of {n} reconciles after {limit:?}:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-}
-
-/// Waits until no request arrived for `quiet`, at most `limit` (only while no resync is due).
-async fn settle(counter: &Counter, quiet: Duration, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    let mut seen = counter.hits().len();
-    let mut since = Instant::now();
-    while Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let now = counter.hits().len();
-        if now != seen {
-            (seen, since) = (now, Instant::now());
-        } else if since.elapsed() >= quiet {
-            return;
-        }
-    }
-    panic!("requests still arriving after {limit:?}");
-}
-
 /// Requests since `mark` per Service: (mutating, reads, by operation).
 fn per_service(counter: &Counter, mark: usize, services: usize) -> Value {
     let counts = counter.counts(mark);
@@ -219,11 +109,6 @@ fn per_service(counter: &Counter, mark: usize, services: usize) -> Value {
 fn mutates(operation: &str) -> bool {
     let verb = operation.rsplit('_').next().unwrap_or_default();
     matches!(verb, "create" | "update" | "delete" | "replace" | "tag")
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
 }
 
 fn main() {
@@ -247,18 +132,8 @@ async fn run() {
     let concurrency = env_number("CCM_BENCH_LB_CONCURRENCY", 1);
     // What the run made (the adopted load balancers, what the controller made for the cluster)
     // is deleted when it ends, after a panic too.
-    let _sweep = Sweep::start();
-    let env = StackEnv::load();
-    assert!(env.get("OPENSTACK_LOADBALANCER_URL").is_some(), "the stack runs no Octavia");
-    let subnet = env["OPENSTACK_INTERNAL_SUBNET_ID"].to_owned();
-    let real = Real::start(env).await;
-    let [user, password, project, domain] = real.member();
-    let conf = format!(
-        "[Global]\nauth-url = {}\nusername = {user}\npassword = {password}\n\
-         tenant-name = {project}\ndomain-name = {domain}\nregion = RegionOne\n\n\
-         [LoadBalancer]\nsubnet-id = {subnet}\n",
-        real.auth_url()
-    );
+    let octavia = Octavia::start().await;
+    let (real, conf) = (&octavia.real, octavia.conf(""));
     let fake = FakeApiServer::start().await.expect("fake API server");
     for i in 0..NODES {
         fake.create("v1", "nodes", "", node(i));
