@@ -98,6 +98,20 @@ pub struct CcmSpec {
 }
 
 impl CcmSpec {
+    /// The CCM container's environment: [`CcmSpec::env`], and for a CCM that reloads its
+    /// config live its own Pod's namespace and name from the downward API (`POD_NAMESPACE`,
+    /// `POD_NAME`: where it tells a refused config edit). `None` when there is none.
+    pub fn container_env(&self) -> Option<Value> {
+        let fixed =
+            self.env.iter().map(|(name, value)| serde_json::json!({"name": name, "value": value}));
+        let field = |name: &str, path: &str| serde_json::json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
+        let pod =
+            [field("POD_NAMESPACE", "metadata.namespace"), field("POD_NAME", "metadata.name")];
+        let pod = pod.into_iter().filter(|_| self.reloads_config);
+        let env: Vec<Value> = fixed.chain(pod).collect();
+        (!env.is_empty()).then_some(Value::Array(env))
+    }
+
     /// An upstream CCM as OpenShift runs it: config mounted at [`CONFIG_DIR`] and read at
     /// start, no Secret mounted, no extra environment, no companion.
     pub const fn upstream(

@@ -153,9 +153,8 @@ fn static_pod(spec: &CcmSpec, image: &str, infra_id: &str) -> Value {
         "volumeMounts": [{"mountPath": "/etc/kubernetes", "name": "etc-kubernetes", "readOnly": true}],
     });
     spec.binary.configure(&mut container);
-    if !spec.env.is_empty() {
-        container["env"] =
-            spec.env.iter().map(|(name, value)| json!({"name": name, "value": value})).collect();
+    if let Some(env) = spec.container_env() {
+        container["env"] = env;
     }
     json!({
         "apiVersion": "v1",

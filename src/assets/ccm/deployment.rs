@@ -83,12 +83,8 @@ impl Run<'_> {
             "terminationMessagePolicy": "FallbackToLogsOnError",
         });
         spec.binary.configure(&mut container);
-        if !spec.env.is_empty() {
-            container["env"] = spec
-                .env
-                .iter()
-                .map(|(name, value)| json!({"name": name, "value": value}))
-                .collect();
+        if let Some(env) = spec.container_env() {
+            container["env"] = env;
         }
         let config_mount =
             json!({"mountPath": spec.config_dir, "name": "config", "readOnly": true});
