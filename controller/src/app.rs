@@ -604,6 +604,12 @@ async fn supervise(
         () = shutdown.wait() => {
             tracing::info!("signal received; shutting down");
             tasks.abort_all();
+            // The controllers' requests in flight end before the Lease is given back: none may
+            // land after the next leader has taken over. Aborted tasks stop at their next await.
+            let stopped = async { while tasks.join_next().await.is_some() {} };
+            if tokio::time::timeout(Duration::from_secs(5), stopped).await.is_err() {
+                tracing::warn!("tasks still stopping after 5 s; giving the lease back anyway");
+            }
             // The migration lease first: the other component may take its controllers back
             // while this process still holds the main lease.
             for elector in release.iter().rev() {
