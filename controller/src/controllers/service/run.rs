@@ -213,24 +213,20 @@ impl Plan {
 /// Runs the controller once the catalog is known to have Octavia; without it, one warning and
 /// the controller stays off (nodes keep being initialized). Returns only if the watch ends.
 pub(crate) async fn start<L: LoadBalancing>(ctx: Arc<ServiceContext<L>>, concurrency: u16) {
-    let mut wait = Duration::from_secs(1);
-    let present = loop {
-        match ctx.cloud.has_load_balancer().await {
-            Ok(present) => break present,
-            Err(error) => {
-                tracing::warn!(%error, retry_in = ?wait, "cannot read the catalog for Octavia");
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(Duration::from_secs(60));
-            }
+    let mut told = false;
+    while !octavia_in_catalog(ctx.cloud.as_ref()).await {
+        if !told {
+            tracing::warn!(
+                "no load-balancer (Octavia) endpoint in the catalog: the service controller \
+                 waits for one (the catalog is read again every minute); type LoadBalancer \
+                 Services stay pending (set [LoadBalancer] enabled = false to silence this)"
+            );
+            told = true;
         }
-    };
-    if !present {
-        tracing::warn!(
-            "no load-balancer (Octavia) endpoint in the catalog: the service controller stays \
-             off; type LoadBalancer Services stay pending (set [LoadBalancer] enabled = false to \
-             silence this)"
-        );
-        return std::future::pending().await;
+        tokio::time::sleep(CATALOG_RECHECK).await;
+    }
+    if told {
+        tracing::info!("a load-balancer (Octavia) endpoint is in the catalog now");
     }
     // Before any Service: members are made of the nodes, and an unsynced cache has none.
     if !crate::controllers::synced::node_cache(&ctx.nodes, ControllerName::Service).await {
@@ -238,6 +234,25 @@ pub(crate) async fn start<L: LoadBalancing>(ctx: Arc<ServiceContext<L>>, concurr
     }
     tracing::info!(concurrency, "starting the service controller");
     run(ctx, concurrency).await;
+}
+
+/// How often a catalog without Octavia is read again (Octavia added to the cloud, or another
+/// region or project in the cloud config, brings it).
+const CATALOG_RECHECK: Duration = Duration::from_secs(60);
+
+/// Whether the catalog has Octavia, asked until it answers (backoff from 1 s to 60 s).
+async fn octavia_in_catalog<L: LoadBalancing>(cloud: &L) -> bool {
+    let mut wait = Duration::from_secs(1);
+    loop {
+        match cloud.has_load_balancer().await {
+            Ok(present) => return present,
+            Err(error) => {
+                tracing::warn!(%error, retry_in = ?wait, "cannot read the catalog for Octavia");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(60));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
