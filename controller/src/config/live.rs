@@ -6,9 +6,9 @@
 //! A mounted ConfigMap is swapped whole by the kubelet (`cloud.conf` → `..data/cloud.conf`,
 //! `..data` renamed to a new timestamped directory): a read through the path sees the old file
 //! or the new one, never half. A file written in place by hand could be read half-written, so a
-//! changed text is read again [`SETTLE`] later and taken only when both reads agree. A change
+//! changed text is read again `SETTLE` later and taken only when both reads agree. A change
 //! that does not parse or check is never applied: the last good settings stay, and the change
-//! is reported once per distinct content ([`Outcome::Rejected`]); the next good one recovers.
+//! is reported once per distinct content (`Outcome::Rejected`); the next good one recovers.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

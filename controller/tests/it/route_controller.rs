@@ -48,6 +48,13 @@ fn port_name(test: &str, i: usize) -> String {
     format!("occm-route-{test}-{}-{i}", std::process::id())
 }
 
+/// A port made for test `test` (named by [`port_name`]): its ID and its address.
+async fn test_port(env: &StackEnv, test: &str) -> (String, String) {
+    let port = scene(env, &["port-create", "--name", &port_name(test, 0)]).await;
+    let id = port["id"].as_str().unwrap().to_owned();
+    (id, port["fixed_ips"][0]["ip_address"].as_str().unwrap().to_owned())
+}
+
 /// A session on the stack's password cloud, counted in `metrics`.
 async fn connect(env: &StackEnv, metrics: &Arc<Metrics>) -> Arc<OpenStack> {
     let cloud = OpenStack::new(metrics.clone(), Duration::from_secs(30));
@@ -509,11 +516,7 @@ async fn wait_for<T>(what: &str, process: &Process, mut check: impl FnMut() -> O
 async fn real_binary_names_a_wrong_router_then_routes_with_the_right_one() {
     let _sweep = Sweep::start();
     let env = StackEnv::load();
-    let port = scene(&env, &["port-create", "--name", &port_name("binary", 0)]).await;
-    let (port_id, ip) = (
-        port["id"].as_str().unwrap().to_owned(),
-        port["fixed_ips"][0]["ip_address"].as_str().unwrap().to_owned(),
-    );
+    let (port_id, ip) = test_port(&env, "binary").await;
     let cloud = connect(&env, &Metrics::shared()).await;
     let cluster = "10.206.0.0/16";
     let share = Share::new(&env, &cloud, cluster);
@@ -566,11 +569,7 @@ async fn real_binary_names_a_wrong_router_then_routes_with_the_right_one() {
 async fn real_router_id_given_to_a_running_ccm_starts_the_routes_and_taken_away_stops_them() {
     let _sweep = Sweep::start();
     let env = StackEnv::load();
-    let port = scene(&env, &["port-create", "--name", &port_name("live", 0)]).await;
-    let (port_id, ip) = (
-        port["id"].as_str().unwrap().to_owned(),
-        port["fixed_ips"][0]["ip_address"].as_str().unwrap().to_owned(),
-    );
+    let (port_id, ip) = test_port(&env, "live").await;
     let cloud = connect(&env, &Metrics::shared()).await;
     let share = Share::new(&env, &cloud, "10.207.0.0/16");
     share.clean().await;
