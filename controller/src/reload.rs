@@ -38,6 +38,13 @@ pub async fn feed_cloud(client: kube::Client, mut current: Current, cloud: Arc<O
                 from_secret = None;
                 let global = (settings.values().section("Global"), settings.files);
                 if from_file.as_ref() != Some(&global) {
+                    if from_file.is_some() {
+                        tracing::info!(
+                            generation = settings.generation,
+                            "[Global], clouds.yaml or a file they name changed; using the new \
+                             credentials"
+                        );
+                    }
                     from_file = Some(global);
                     apply(credentials(settings.values()));
                 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use testkit::cluster::run_bounded;
+use testkit::cluster::{run_bounded, try_run_bounded};
 use testkit::kube_stack::{KubeStack, Namespace, unique};
 use testkit::stack::StackEnv;
 
@@ -300,10 +300,15 @@ impl Drop for OnDrop {
                         None => again.env_remove(key),
                     };
                 }
-                let out = run_bounded(again, None);
-                if out.status.success() {
-                    break;
-                }
+                // Never a panic here: this may run while a failed test unwinds.
+                let out = match try_run_bounded(again, None) {
+                    Ok(out) if out.status.success() => break,
+                    Ok(out) => out,
+                    Err(hung) => {
+                        eprintln!("cleanup: {hung} (attempt {attempt} of 3)");
+                        continue;
+                    }
+                };
                 let why = String::from_utf8_lossy(&out.stderr);
                 eprintln!("cleanup {program:?} {args:?} failed (attempt {attempt} of 3): {why}");
                 std::thread::sleep(std::time::Duration::from_secs(2));

@@ -288,12 +288,16 @@ fn load_balancer_service(
     (lb_name, guard)
 }
 
-/// At drop: the Service's finalizer dropped (so its namespace can go), and its load balancer
-/// and floating IP (tagged with the load balancer's name) deleted, if a failure left them.
+/// At drop: the Service's finalizer dropped and the Service deleted, waited for (the next
+/// test's CCM, which acts on every Service of the cluster, must not find it while its namespace
+/// is still terminating: it made a load balancer of its own for it), and its load balancer and
+/// floating IP (tagged with the load balancer's name) deleted, if a failure left them.
 fn lb_guard(env: &StackEnv, kube: &KubeStack, ns: &str, lb_name: &str) -> OnDrop {
     let mut finalizer = kube.kubectl();
     finalizer.args(["patch", "service", "web", "-n", ns, "--type=merge"]);
     finalizer.args(["-p", r#"{"metadata":{"finalizers":null}}"#]);
+    let mut delete = kube.kubectl();
+    delete.args(["delete", "service", "web", "-n", ns, "--ignore-not-found", "--timeout=60s"]);
     // `$0`: openstack_scene.py; `$1`: the load balancer's name (also its floating IP's tag).
     let ids = |list: &str, filter: &str| {
         format!(
@@ -307,7 +311,7 @@ fn lb_guard(env: &StackEnv, kube: &KubeStack, ns: &str, lb_name: &str) -> OnDrop
     );
     let mut cleanup = Command::new("bash");
     cleanup.arg("-c").arg(script).args([&env["OPENSTACK_SCENE"], lb_name]);
-    OnDrop(vec![finalizer, cleanup])
+    OnDrop(vec![finalizer, delete, cleanup])
 }
 
 /// Whether `line` is the CCM's one line for `grant` (`verb group/resource`).

@@ -64,7 +64,8 @@ impl Drop for Cleanup {
             "-p",
             r#"{"metadata":{"finalizers":null}}"#,
         ]);
-        kubectl(&["delete", "service", name, "-n", ns, "--ignore-not-found", "--wait=false"]);
+        // Waited for: the next test's CCM acts on every Service of the cluster.
+        kubectl(&["delete", "service", name, "-n", ns, "--ignore-not-found", "--timeout=60s"]);
         kubectl(&["delete", "node", &self.node, "--ignore-not-found", "--wait=false"]);
         let script = self.env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py");
         // Every load balancer this CCM made, also for another test's Service (it serves every

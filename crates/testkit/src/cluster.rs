@@ -75,7 +75,14 @@ pub fn kubectl_command(url: &str, home: &Path) -> Command {
 
 /// Runs `cmd` (with `stdin`) to completion within a minute, its output captured, killing it
 /// by its PID if it hangs.
-pub fn run_bounded(mut cmd: Command, stdin: Option<&str>) -> Output {
+pub fn run_bounded(cmd: Command, stdin: Option<&str>) -> Output {
+    try_run_bounded(cmd, stdin).unwrap_or_else(|hung| panic!("{hung}"))
+}
+
+/// [`run_bounded`] that says a hang instead of panicking: for cleanups in a `Drop`, which may
+/// run while a failed test unwinds (a second panic there aborts the test binary, and every
+/// cleanup after it is lost).
+pub fn try_run_bounded(mut cmd: Command, stdin: Option<&str>) -> Result<Output, String> {
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| {
         panic!(
@@ -93,10 +100,11 @@ pub fn run_bounded(mut cmd: Command, stdin: Option<&str>) -> Output {
         let _ = tx.send(child.wait_with_output());
     });
     match rx.recv_timeout(LIMIT) {
-        Ok(output) => output.expect("the output"),
+        Ok(output) => Ok(output.expect("the output")),
         Err(_) => {
             let _ = Command::new("kill").args(["-KILL", &id.to_string()]).status();
-            panic!("{:?} did not finish within {LIMIT:?}", cmd.get_args().collect::<Vec<_>>());
+            let args = cmd.get_args().collect::<Vec<_>>();
+            Err(format!("{args:?} did not finish within {LIMIT:?}"))
         }
     }
 }
