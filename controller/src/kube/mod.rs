@@ -1,47 +1,22 @@
-//! The Kubernetes side: client construction, Node patches and events.
+//! The Kubernetes side: the client (`kube_support`'s, under this binary's rate limit and
+//! refusal recorder), Node patches and events.
 
 pub(crate) mod rate_limit;
 pub(crate) mod refusals;
 pub mod secret;
-pub(crate) mod transport;
 
 use std::path::Path;
 use std::sync::Arc;
+
+use ::kube::client::ClientBuilder;
+use kube_support::client::Stack;
 
 pub(crate) use refusals::{Refusals, Refused};
 
 pub(crate) use rate_limit::RateLimit;
 
-/// An error building the Kubernetes client.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum Error {
-    /// The kubeconfig could not be read.
-    #[error("cannot load kubeconfig {path}")]
-    Kubeconfig {
-        /// The file.
-        path: String,
-        /// Why.
-        #[source]
-        source: ::kube::config::KubeconfigError,
-    },
-    /// No kubeconfig given and no in-cluster configuration.
-    #[error("no --kubeconfig given and no in-cluster configuration")]
-    InCluster(#[source] ::kube::config::InClusterError),
-    /// The client could not be built from what the kubeconfig's user or cluster says.
-    #[error("cannot build the Kubernetes client from kubeconfig {path} (user {user:?})")]
-    FromKubeconfig {
-        /// The file.
-        path: String,
-        /// The current context's user.
-        user: String,
-        /// Why.
-        #[source]
-        source: Box<transport::Error>,
-    },
-    /// The client could not be built.
-    #[error("cannot build the Kubernetes client")]
-    Client(#[source] Box<transport::Error>),
-}
+/// An error building the Kubernetes client (naming the kubeconfig and its user, if any).
+pub(crate) use kube_support::client::Error;
 
 /// A client from `--kubeconfig`, else the in-cluster config (service account), whose every
 /// request passes `limit` (`--kube-api-qps`/`--kube-api-burst`; `None`: no limit) and has its
@@ -51,44 +26,31 @@ pub(crate) async fn client(
     limit: Option<RateLimit>,
     refused: Arc<Refused>,
 ) -> Result<::kube::Client, Error> {
-    let Some(path) = kubeconfig else {
-        let config = ::kube::Config::incluster().map_err(Error::InCluster)?;
-        return build(config, limit, refused);
-    };
-    let err = |source| Error::Kubeconfig { path: path.display().to_string(), source };
-    let file = ::kube::config::Kubeconfig::read_from(path).map_err(err)?;
-    let user = current_user(&file);
-    let options = ::kube::config::KubeConfigOptions::default();
-    let config = ::kube::Config::from_custom_kubeconfig(file, &options).await.map_err(err)?;
-    build(config, limit, refused).map_err(|e| match e {
-        Error::Client(source) => {
-            Error::FromKubeconfig { path: path.display().to_string(), user, source }
-        }
-        other => other,
-    })
+    Ok(layered(kube_support::client::builder(kubeconfig).await?, limit, refused))
 }
 
-/// The user of the kubeconfig's current context, for errors about its credentials.
-fn current_user(file: &::kube::config::Kubeconfig) -> String {
-    let context = file.current_context.as_deref().and_then(|current| {
-        file.contexts.iter().find(|c| c.name == current).and_then(|c| c.context.as_ref())
-    });
-    context.and_then(|c| c.user.clone()).unwrap_or_default()
-}
-
-/// A client for `config`: kube-rs's default service stack with the client certificate
-/// presented as given ([`transport`]), its refusals recorded in `refused`, under the rate
-/// limit, if any.
+/// A client for `config`, with the layers [`client`] adds.
+#[cfg(test)]
 pub(crate) fn build(
     config: ::kube::Config,
     limit: Option<RateLimit>,
     refused: Arc<Refused>,
 ) -> Result<::kube::Client, Error> {
-    let builder = transport::builder(config)
-        .map_err(|e| Error::Client(Box::new(e)))?
-        .with_layer(&Refusals(refused));
-    Ok(match limit {
+    let builder =
+        kube_support::client::transport::builder(config).map_err(|e| Error::Client(Box::new(e)))?;
+    Ok(layered(builder, limit, refused))
+}
+
+/// The client of `builder` (`kube_support`'s stack, the client certificate presented as
+/// given) with its refusals recorded in `refused`, under the rate limit, if any.
+fn layered(
+    builder: ClientBuilder<Stack>,
+    limit: Option<RateLimit>,
+    refused: Arc<Refused>,
+) -> ::kube::Client {
+    let builder = builder.with_layer(&Refusals(refused));
+    match limit {
         Some(limit) => builder.with_layer(&limit).build(),
         None => builder.build(),
-    })
+    }
 }

@@ -4,7 +4,7 @@
 //! kube-rs builds its rustls configuration with `with_client_auth_cert`, which parses the
 //! client certificate with webpki to match it with the key, and webpki takes v3 only: a
 //! certificate minted as the Kubernetes docs show (`openssl x509 -req` without `-extfile`, so
-//! v1) stopped the CCM with `UnsupportedCertVersion`, though kube-apiserver accepts it (see:
+//! v1) stopped the controller with `UnsupportedCertVersion`, though kube-apiserver accepts it (see:
 //! issue 36; rustls/rustls#2364). So the identity is taken out of the `Config`, kube-rs builds
 //! the rest of the TLS configuration (the kubeconfig's CA, `insecure-skip-tls-verify`, the
 //! in-cluster CA reload), the identity goes in as a [`SingleCertAndKey`], and the stack around
@@ -31,11 +31,11 @@ use tower::{BoxError, ServiceBuilder, ServiceExt as _};
 use tower_http::trace::TraceLayer;
 
 /// The service under every client: what kube-rs's default stack is.
-pub(crate) type Stack = BoxService<Request<Body>, Response<Box<DynBody>>, BoxError>;
+pub type Stack = BoxService<Request<Body>, Response<Box<DynBody>>, BoxError>;
 
 /// An error building the stack.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum Error {
+pub enum Error {
     /// The client certificate or key file could not be read.
     #[error("cannot read {field} {path}")]
     Read {
@@ -94,7 +94,7 @@ pub(crate) enum Error {
 
 /// A client builder for `config` over kube-rs's stack, its client certificate presented as
 /// given.
-pub(crate) fn builder(mut config: ::kube::Config) -> Result<ClientBuilder<Stack>, Error> {
+pub fn builder(mut config: ::kube::Config) -> Result<ClientBuilder<Stack>, Error> {
     if let Some(proxy) = config.proxy_url.take() {
         return Err(Error::Proxy(proxy));
     }
@@ -102,7 +102,7 @@ pub(crate) fn builder(mut config: ::kube::Config) -> Result<ClientBuilder<Stack>
     let mut tls = config.rustls_client_config().map_err(|e| {
         // webpki's error is wrapped type-erased (`Other(OtherError(UnsupportedCertVersion))`):
         // its name is what is left to match.
-        let v1 = crate::cloud::session::chain(&e).contains("UnsupportedCertVersion");
+        let v1 = ccm_tls_explain::chain(&e).contains("UnsupportedCertVersion");
         if v1 && config.auth_info.exec.is_some() { Error::ExecV1 } else { Error::Tls(e) }
     })?;
     if let Some(identity) = identity {
@@ -185,6 +185,3 @@ fn read(
         (None, None) => Ok(None),
     }
 }
-
-#[cfg(test)]
-mod tests;

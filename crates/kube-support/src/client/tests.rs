@@ -2,11 +2,9 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use ccm_formats::kubeconfig::{ClientCertificate, Kubeconfig};
+use ccm_tls_explain::chain;
 use testkit::openssl::{ClientAuthServer, OpensslCa};
 use testkit::tls::{TestCa, Validity};
-
-use crate::cloud::session::chain;
-use crate::kube::Refused;
 
 /// What `GET /version` answers (kube-apiserver's fields).
 const VERSION: &str = r#"{"major": "1", "minor": "37", "gitVersion": "v1.37.0-v1cert",
@@ -38,8 +36,8 @@ fn kubeconfig(
     path
 }
 
-async fn client(path: &Path) -> Result<::kube::Client, crate::kube::Error> {
-    crate::kube::client(Some(path), None, Refused::shared()).await
+async fn client(path: &Path) -> Result<::kube::Client, super::Error> {
+    super::client(Some(path)).await
 }
 
 /// See: issue 36.
