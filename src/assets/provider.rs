@@ -259,8 +259,12 @@ pub trait Provider: Sync + std::fmt::Debug {
         SecretData::new()
     }
 
-    /// Flags the in-cluster CCM takes from the install-config (none by default).
-    fn ccm_args(&self, _: &InstallConfig) -> Vec<String> {
+    /// The in-cluster CCM's platform flags (none by default), from facts `create manifests`
+    /// and `ccm-assets operator` both have: `cloud_conf`, the in-cluster CCM's cloud config
+    /// ([`Provider::in_cluster_config`]'s output), and the cluster networks' CIDRs
+    /// (install-config `networking.clusterNetwork[].cidr`; on a running cluster
+    /// `Network/cluster` `spec.clusterNetwork[].cidr`). So both render the same flags.
+    fn ccm_args(&self, _cloud_conf: &str, _cluster_networks: &[String]) -> Vec<String> {
         Vec::new()
     }
 

@@ -13,7 +13,7 @@
 
 use serde_json::{Value, json};
 
-use super::{NAMESPACE, leader_migration};
+use super::{NAMESPACE, ProxyEnv, leader_migration};
 use crate::assets::provider::{CcmSpec, own_image_security_context};
 
 const PORT: u16 = 10258;
@@ -39,10 +39,12 @@ pub struct Run<'a> {
     /// Take part in leader migration: leases in `kube-system`, the migration flags and the
     /// mounted `LeaderMigrationConfiguration`.
     pub leader_migration: bool,
-    /// The platform's flags from the install-config ([`Provider::ccm_args`]).
+    /// The platform's flags ([`Provider::ccm_args`]).
     ///
     /// [`Provider::ccm_args`]: crate::assets::provider::Provider::ccm_args
     pub extra_args: &'a [String],
+    /// The egress proxy, appended to the CCM container's environment.
+    pub proxy: Option<&'a ProxyEnv>,
 }
 
 impl Run<'_> {
@@ -83,8 +85,13 @@ impl Run<'_> {
             "terminationMessagePolicy": "FallbackToLogsOnError",
         });
         spec.binary.configure(&mut container);
-        if let Some(env) = spec.container_env() {
-            container["env"] = env;
+        let mut env = match spec.container_env() {
+            Some(Value::Array(env)) => env,
+            _ => Vec::new(),
+        };
+        env.extend(self.proxy.map(ProxyEnv::env).unwrap_or_default());
+        if !env.is_empty() {
+            container["env"] = Value::Array(env);
         }
         let config_mount =
             json!({"mountPath": spec.config_dir, "name": "config", "readOnly": true});

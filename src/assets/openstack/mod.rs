@@ -102,19 +102,21 @@ impl Provider for OpenStack {
         })
     }
 
-    /// With `platform.openstack.routerID`, the route controller's pod networks: the cluster
-    /// networks (at most one per family, validated); without it the route controller is off
-    /// in so many words (`--configure-cloud-routes` defaults to true, and the CCM would warn at
-    /// every start that cloud.conf has no router). See: issue 27.
-    fn ccm_args(&self, config: &InstallConfig) -> Vec<String> {
-        let routed = config.platform.openstack.as_ref().is_some_and(|o| o.router_id.is_some());
+    /// With a router in the cloud config (`[Route] router-id`, which generation writes exactly
+    /// when install-config has `platform.openstack.routerID`), the route controller's pod
+    /// networks: the cluster networks (at most one per family, validated); without one the
+    /// route controller is off in so many words (`--configure-cloud-routes` defaults to true,
+    /// and the CCM would warn at every start that cloud.conf has no router). An empty
+    /// `router-id` counts as none, as the CCM reads it. See: issue 27.
+    fn ccm_args(&self, cloud_conf: &str, cluster_networks: &[String]) -> Vec<String> {
+        // The in-cluster config parsed already (the transform wrote it): unparsable, no router.
+        let routed = ccm_formats::gcfg::parse(cloud_conf)
+            .is_ok_and(|doc| doc.get("Route", "router-id").is_some_and(|id| !id.is_empty()));
         if !routed {
             return vec!["--configure-cloud-routes=false".to_owned()];
         }
-        let cidrs: Vec<&str> =
-            config.networking.cluster_network.iter().map(|e| e.cidr.as_str()).collect();
-        match cidrs.is_empty() {
-            false => vec![format!("--cluster-cidr={}", cidrs.join(","))],
+        match cluster_networks.is_empty() {
+            false => vec![format!("--cluster-cidr={}", cluster_networks.join(","))],
             true => Vec::new(),
         }
     }
