@@ -22,6 +22,7 @@ pub mod create;
 pub(crate) mod files;
 pub mod graph;
 pub mod installconfig;
+pub mod operator;
 pub(crate) mod render;
 pub(crate) mod templates;
 pub(crate) mod uuid;
