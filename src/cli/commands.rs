@@ -22,6 +22,7 @@ pub(super) fn run(cli: Cli) -> anyhow::Result<()> {
         Command::InjectAzureCredentials { cloud_config, credentials_dir, output } => {
             inject_azure_credentials(&cloud_config, &credentials_dir, &output)
         }
+        Command::Operator(args) => operator(args),
         Command::Graph { format } => graph(format),
         Command::Completion { shell } => completion(shell),
     }
@@ -141,4 +142,44 @@ fn completion(shell: clap_complete::Shell) -> anyhow::Result<()> {
     clap_complete::generate(shell, &mut super::command(), "ccm-assets", &mut out);
     std::io::stdout().write_all(&out)?;
     Ok(())
+}
+
+fn operator(args: super::operator::OperatorArgs) -> anyhow::Result<()> {
+    use super::operator::OperatorAction;
+    let super::operator::OperatorArgs {
+        action,
+        access,
+        health_addr,
+        images,
+        system_ca_bundle,
+        leader_elect_lease_duration,
+        leader_elect_renew_deadline,
+        leader_elect_retry_period,
+    } = args;
+    let images = match images {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read --images {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("--images {}: not an images table", path.display()))?
+        }
+        None => assets::images::Images::default(),
+    };
+    match action {
+        Some(OperatorAction::Remove { timeout }) => {
+            crate::operator::remove::run(access.kubeconfig.as_deref(), &images, timeout)
+        }
+        None => crate::operator::run::run(crate::operator::run::Options {
+            kubeconfig: access.kubeconfig,
+            health_addr,
+            images,
+            system_bundle: system_ca_bundle,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            lease: crate::operator::run::LeaseTiming {
+                duration: leader_elect_lease_duration,
+                renew_deadline: leader_elect_renew_deadline,
+                retry_period: leader_elect_retry_period,
+            },
+        }),
+    }
 }

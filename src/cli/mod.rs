@@ -2,6 +2,7 @@
 
 mod commands;
 mod log;
+pub(crate) mod operator;
 mod report;
 pub(crate) mod resolve;
 
@@ -101,6 +102,26 @@ pub enum Command {
         #[arg(long, value_name = "OUT")]
         output: PathBuf,
     },
+
+    /// Keep the CCM's configuration, CA bundle and objects right on a running cluster.
+    ///
+    /// A long-running mode (day 2), run by the Deployment `create manifests` writes under
+    /// manifests/ccm-operator/. It holds the Lease
+    /// openshift-cloud-controller-manager-operator/ccm-assets-operator (released on SIGTERM)
+    /// and runs three controllers over watches of single objects: the cloud config sync
+    /// (Infrastructure/cluster and openshift-config/<spec.cloudConfig.name> → the transformed
+    /// openshift-cloud-controller-manager/cloud-conf), the trusted CA bundle (the Proxy's
+    /// trustedCA, the cloud config's ca-bundle.pem and the system bundle → ccm-trusted-ca,
+    /// each certificate checked) and the CCM itself (namespace, RBAC, credentials Secret copied
+    /// from kube-system, Deployment), rendered by the same platform modules as `create
+    /// manifests` and applied server-side under the field manager ccm-assets-operator, only
+    /// where the live object differs. It reports on ClusterOperator/cloud-controller-manager:
+    /// a bad edit makes it Degraded at once with the exact error; API errors only after two
+    /// minutes of failing.
+    #[command(after_help = "Examples:\n  ccm-assets operator\n  \
+        ccm-assets operator --kubeconfig ./auth/kubeconfig --health-addr 127.0.0.1:9259\n  \
+        ccm-assets operator remove --kubeconfig ./auth/kubeconfig")]
+    Operator(operator::OperatorArgs),
 
     /// Print the asset graph.
     ///
