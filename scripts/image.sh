@@ -278,6 +278,11 @@ got=$(run /usr/bin/ccm-assets --version)
 [ "$got" = "ccm-assets $version" ] || fail "ccm-assets --version: $got"
 got=$(run /usr/bin/openstack-cloud-controller-manager --version)
 [ "$got" = "openstack-cloud-controller-manager $version" ] || fail "occm --version: $got"
+# Operator mode is in the same binary (issue 39): its command line parses in the image.
+run /usr/bin/ccm-assets operator --help >"$work/operator-help.log" 2>&1 \
+  || { cat "$work/operator-help.log" >&2; fail "ccm-assets operator --help in the image"; }
+grep -q "ccm-assets operator remove" "$work/operator-help.log" \
+  || fail "ccm-assets operator --help in the image does not teach remove"
 
 cp -r assets/examples/openstack "$work/openstack"
 chown -R "$user:$user" "$work/openstack"
