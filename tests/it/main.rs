@@ -14,6 +14,7 @@ mod openstack;
 mod platforms;
 mod readback;
 mod real_kube_admission;
+mod real_kube_crds;
 mod real_openstack;
 mod support;
 mod tls;

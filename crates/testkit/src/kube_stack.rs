@@ -87,6 +87,24 @@ impl KubeStack {
         String::from_utf8(out.stdout).expect("kubectl prints UTF-8")
     }
 
+    /// Installs (or updates) the CustomResourceDefinitions of OpenShift's config kinds that the
+    /// generator writes and `ccm-assets operator` reads and writes (Infrastructure, Proxy,
+    /// Network, ClusterOperator; [`crds_dir`]), and waits until each is Established.
+    /// Idempotent and safe to call from every test: a server-side apply under one field
+    /// manager, taking over fields another manager applied; never deleted (every test shares
+    /// them). kubectl's discovery cache is refreshed after, so that later kubectl runs know
+    /// the new kinds.
+    pub fn install_crds(&self) {
+        let dir = crds_dir();
+        let dir = dir.to_str().expect("the repository path is UTF-8");
+        let apply = ["apply", "--server-side", "--force-conflicts", "--field-manager", CRD_MANAGER];
+        self.run(&[&apply[..], &["-f", dir]].concat(), None);
+        self.run(&["wait", "--for=condition=Established", "--timeout=45s", "-f", dir], None);
+        // Lists the API server's kinds afresh (`--cached=false`, the default) and rewrites
+        // the discovery cache every kubectl of this machine reads.
+        self.run(&["api-resources", "--api-group=config.openshift.io", "-o", "name"], None);
+    }
+
     /// An object as JSON (`kubectl get -o json`), or `None` when it does not exist.
     pub fn get(&self, resource: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
         let mut cmd = self.kubectl();
@@ -182,6 +200,15 @@ impl KubeStack {
         let from = std::fs::metadata(&path).map_or(0, |m| m.len());
         AuditLog { path, from }
     }
+}
+
+/// The field manager of [`KubeStack::install_crds`].
+pub const CRD_MANAGER: &str = "ccm-assets-test-crds";
+
+/// The repository's tests/crds: our CustomResourceDefinitions of OpenShift's config kinds,
+/// one file each, found from this crate's place in the workspace (crates/testkit).
+pub fn crds_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/crds")
 }
 
 /// A namespace of one test; deleted when dropped.
@@ -322,6 +349,34 @@ fn lossy(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_crds_dir_holds_one_crd_of_each_config_kind_the_operator_uses() {
+        let mut names: Vec<String> = std::fs::read_dir(crds_dir())
+            .expect("tests/crds")
+            .map(|entry| entry.expect("an entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let expected = ["clusteroperators", "infrastructures", "networks", "proxies"]
+            .map(|plural| format!("{plural}.config.openshift.io.yaml"));
+        assert_eq!(names, expected);
+        for name in &names {
+            let text = read(&crds_dir().join(name));
+            let crd: Value = serde_saphyr::from_str(&text).expect("one YAML object");
+            assert_eq!(crd["kind"], "CustomResourceDefinition", "{name}");
+            assert_eq!(
+                format!("{}.yaml", crd["metadata"]["name"].as_str().expect("a name")),
+                *name
+            );
+            assert_eq!(crd["spec"]["scope"], "Cluster", "{name}");
+            let version = &crd["spec"]["versions"][0];
+            assert_eq!(
+                (version["name"].as_str(), version["served"].as_bool()),
+                (Some("v1"), Some(true))
+            );
+            assert_eq!(version["storage"], true, "{name}");
+        }
+    }
 
     #[test]
     fn unique_names_are_dns_labels_and_differ() {
