@@ -1,7 +1,8 @@
-//! A slow front for a Kubernetes API server: forwards every request and answers the ones a
-//! [`Delay`] chooses late, or passes a watch's events on late, so that ordering races (a CCM
-//! acting before its Node cache synced, or on a cached copy older than its own write) show in
-//! tests.
+//! A slow or failing front for a Kubernetes API server: forwards every request and answers the
+//! ones a [`Delay`] chooses late, or passes a watch's events on late, so that ordering races (a
+//! CCM acting before its Node cache synced, or on a cached copy older than its own write) show
+//! in tests; or answers them itself with a failure, or not at all, for as long as the test says
+//! ([`Delay::fail`], [`Delay::hang`], [`Delay::lasting`]), so that an API server outage does.
 //!
 //! The fake API server answers at once, so such a race never loses against it. Behind a
 //! [`KubeFront`] the client (the CCM binary through [`KubeFront::kubeconfig`], or a kube client)
@@ -12,6 +13,7 @@
 //! port-forward).
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,7 +30,16 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+use self::delay::Active;
+pub use self::delay::Delay;
+use self::fault::Fault;
+
+mod delay;
+mod fault;
 
 /// The largest request body forwarded: kube-apiserver itself takes at most 3 MiB.
 const MAX_REQUEST_BODY: usize = 16 << 20;
@@ -177,125 +188,6 @@ impl KubeconfigFile<'_> {
     }
 }
 
-/// Which requests the front answers late, and how late; chosen when a request arrives, before
-/// it is forwarded (the answer comes late, as from a slow API server).
-#[derive(Debug, Clone)]
-pub struct Delay(Policy);
-
-#[derive(Debug, Clone)]
-enum Policy {
-    None,
-    Lists { resource: String, by: Duration },
-    Random { max: Duration, state: u64 },
-    WatchEvents { resource: String, by: Duration },
-}
-
-impl Delay {
-    /// Nothing is delayed.
-    pub fn none() -> Delay {
-        Delay(Policy::None)
-    }
-
-    /// Every LIST of `resource` (its plural, `"nodes"`), in any namespace and group, answers
-    /// `by` late; its gets, watches and writes do not.
-    pub fn lists_of(resource: &str, by: Duration) -> Delay {
-        Delay(Policy::Lists { resource: resource.to_owned(), by })
-    }
-
-    /// Every LIST and WATCH of any resource answers late by a uniformly random `0..=max`: the
-    /// n-th such request gets the n-th draw from `seed`, so a seed that failed replays (the
-    /// order of concurrent requests aside).
-    pub fn random(max: Duration, seed: u64) -> Delay {
-        Delay(Policy::Random { max, state: seed })
-    }
-
-    /// Every WATCH of `resource` passes each piece of its answer (its events as they come)
-    /// on `by` after the previous one: a cache fed by it lags the server by at least `by`, as
-    /// one behind a busy API server does, and a client reads its own writes' answers before
-    /// their events. The watch's headers, lists, gets and writes answer at once.
-    pub fn watch_events_of(resource: &str, by: Duration) -> Delay {
-        Delay(Policy::WatchEvents { resource: resource.to_owned(), by })
-    }
-
-    /// The delay of one request (`target`: its path and query), `None` when it has none.
-    fn choose(&mut self, method: &str, target: &str) -> Option<Duration> {
-        let read = read(method, target)?;
-        match &mut self.0 {
-            Policy::None | Policy::WatchEvents { .. } => None,
-            Policy::Lists { resource, by } => (read == Read::List(resource)).then_some(*by),
-            Policy::Random { max, state } => Some(uniform(splitmix(state), *max)),
-        }
-    }
-
-    /// How late each piece of the answer to one request is passed on, `None` when at once.
-    fn each_piece(&self, method: &str, target: &str) -> Option<Duration> {
-        let read = read(method, target)?;
-        match &self.0 {
-            Policy::WatchEvents { resource, by } => (read == Read::Watch(resource)).then_some(*by),
-            _ => None,
-        }
-    }
-}
-
-/// What a GET reads.
-#[derive(Debug, PartialEq, Eq)]
-enum Read<'a> {
-    /// A collection of this resource.
-    List(&'a str),
-    /// Changes to this resource (a collection or one object).
-    Watch(&'a str),
-}
-
-/// What a request reads, as kube-apiserver's request-info parser tells it: a GET of a
-/// collection is a LIST, one with a true `watch` parameter or under the old `/watch/` prefix
-/// a WATCH; a get, a write or discovery is `None`.
-fn read<'a>(method: &str, target: &'a str) -> Option<Read<'a>> {
-    if method != "GET" {
-        return None;
-    }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let parts: Vec<&'a str> = path.split('/').filter(|part| !part.is_empty()).collect();
-    let mut rest = match parts.as_slice() {
-        ["api", _, rest @ ..] | ["apis", _, _, rest @ ..] => rest,
-        _ => return None,
-    };
-    // The values Go's strconv.ParseBool reads as true, which the server uses.
-    let truthy = ["watch=1", "watch=t", "watch=T", "watch=true", "watch=TRUE", "watch=True"];
-    let mut watch = query.split('&').any(|pair| truthy.contains(&pair));
-    if let ["watch", tail @ ..] = rest {
-        watch = true;
-        rest = tail;
-    }
-    // `namespaces/NAME/status` and `/finalize` are the Namespace's own subresources; any
-    // other third segment is a resource in that namespace.
-    if let ["namespaces", _, resource, ..] = rest
-        && !matches!(*resource, "status" | "finalize")
-    {
-        rest = &rest[2..];
-    }
-    match rest {
-        [resource, ..] if watch => Some(Read::Watch(resource)),
-        [resource] => Some(Read::List(resource)),
-        _ => None,
-    }
-}
-
-/// One step of splitmix64: a tiny well-mixed generator, enough for a test's dice.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// `x` scaled to `0..=max` in nanoseconds (a multiply and a shift: no modulo bias).
-fn uniform(x: u64, max: Duration) -> Duration {
-    let span = u128::from(u64::try_from(max.as_nanos()).unwrap_or(u64::MAX)) + 1;
-    let nanos = (u128::from(x) * span) >> 64;
-    Duration::from_nanos(u64::try_from(nanos).expect("at most max, which fits"))
-}
-
 /// A running front on 127.0.0.1 (plain HTTP); it stops, with every connection through it,
 /// when dropped.
 pub struct KubeFront {
@@ -307,9 +199,21 @@ pub struct KubeFront {
 /// What the front's connections share with the test.
 struct Shared {
     upstream: Upstream,
-    delay: Mutex<Delay>,
+    delay: Mutex<Active>,
+    /// Counts policy changes: held requests and open responses look again at each.
+    changes: watch::Sender<u64>,
     delayed: AtomicUsize,
+    faulted: AtomicUsize,
     requests: Mutex<Vec<(String, String)>>,
+}
+
+impl Shared {
+    /// The fault for `target` under the policy in force now, and when that policy ends.
+    fn fault_for(&self, target: &str) -> (Option<Fault>, Option<Instant>) {
+        let mut active = lock(&self.delay);
+        let fault = active.at(Instant::now()).fault_for(target);
+        (fault, active.ends)
+    }
 }
 
 impl std::fmt::Debug for KubeFront {
@@ -333,8 +237,10 @@ impl KubeFront {
         let addr = listener.local_addr().expect("a bound address");
         let shared = Arc::new(Shared {
             upstream,
-            delay: Mutex::new(delay),
+            delay: Mutex::new(Active::new(delay, Instant::now())),
+            changes: watch::Sender::new(0),
             delayed: AtomicUsize::new(0),
+            faulted: AtomicUsize::new(0),
             requests: Mutex::new(Vec::new()),
         });
         let server = tokio::spawn(serve(listener, shared.clone()));
@@ -353,15 +259,24 @@ impl KubeFront {
     }
 
     /// Delays as `delay` chooses from the next request on (a request already waiting keeps
-    /// its delay; a random policy starts from its seed).
+    /// its delay; a random policy starts from its seed). A request held by [`Delay::hang`]
+    /// goes on as `delay` says; a response still streaming is cut if `delay` fails or holds
+    /// its request.
     pub fn set_delay(&self, delay: Delay) {
-        *lock(&self.shared.delay) = delay;
+        *lock(&self.shared.delay) = Active::new(delay, Instant::now());
+        self.shared.changes.send_modify(|n| *n += 1);
     }
 
     /// How many requests were delayed so far, counted when their delay starts (a random
     /// draw of zero counts).
     pub fn delayed(&self) -> usize {
         self.shared.delayed.load(Ordering::SeqCst)
+    }
+
+    /// How many requests the front failed or held, and responses it cut, so far (each
+    /// counted once, when it happens).
+    pub fn faulted(&self) -> usize {
+        self.shared.faulted.load(Ordering::SeqCst)
     }
 
     /// Every request so far in arrival order: its method and its path with the query as sent.
@@ -399,7 +314,8 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-/// One request: recorded, delayed as the policy chooses, forwarded, its answer streamed back.
+/// One request: recorded, failed or held or delayed as the policy chooses, forwarded, its
+/// answer streamed back (and cut if a later policy fails or holds it).
 async fn forward(
     shared: Arc<Shared>,
     request: Request<Incoming>,
@@ -412,8 +328,14 @@ async fn forward(
         Ok(body) => body,
         Err(e) => return Ok(failure(StatusCode::BAD_REQUEST, &chain(&e))),
     };
+    // Subscribed before the fault check: a policy taken after it is seen by the cut below.
+    let changes = shared.changes.subscribe();
+    if let Some(injected) = injected(&shared, &target).await {
+        return Ok(injected);
+    }
     let (delay, lag) = {
-        let mut policy = lock(&shared.delay);
+        let mut active = lock(&shared.delay);
+        let policy = active.at(Instant::now());
         let method = parts.method.as_str();
         (policy.choose(method, &target), policy.each_piece(method, &target))
     };
@@ -441,18 +363,97 @@ async fn forward(
     let status = answer.status();
     let mut headers = answer.headers().clone();
     end_to_end(&mut headers);
-    let pieces = answer.bytes_stream();
-    let body = match lag {
-        None => Body::from_stream(pieces),
-        Some(by) => Body::from_stream(pieces.then(move |piece| async move {
-            tokio::time::sleep(by).await;
-            piece
-        })),
+    let pieces = answer.bytes_stream().boxed();
+    let pieces = match lag {
+        None => pieces,
+        Some(by) => pieces
+            .then(move |piece| async move {
+                tokio::time::sleep(by).await;
+                piece
+            })
+            .boxed(),
     };
+    let cut = fault_begins(shared.clone(), target, changes);
+    let body = Body::from_stream(until_cut(pieces, cut));
     let mut response = Response::new(body);
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     Ok(response)
+}
+
+/// The answer the front gives itself when the policy fails `target`, after holding it while
+/// the policy holds it; `None` when it is to be forwarded.
+async fn injected(shared: &Shared, target: &str) -> Option<Response<Body>> {
+    let mut changes = shared.changes.subscribe();
+    let mut counted = false;
+    loop {
+        let (fault, ends) = shared.fault_for(target);
+        if fault.is_some() && !counted {
+            shared.faulted.fetch_add(1, Ordering::SeqCst);
+            counted = true;
+        }
+        match fault {
+            None => return None,
+            Some(Fault::Fail(code)) => return Some(fault::failure(code)),
+            Some(Fault::Hang) => {
+                let ended = async {
+                    match ends {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    changed = changes.changed() => {
+                        // The sender lives as long as `shared`: never closed here.
+                        if changed.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                    () = ended => {}
+                }
+            }
+        }
+    }
+}
+
+/// Resolves when a policy taken after `changes` was subscribed fails or holds `target`.
+async fn fault_begins(shared: Arc<Shared>, target: String, mut changes: watch::Receiver<u64>) {
+    loop {
+        if changes.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+        if shared.fault_for(&target).0.is_some() {
+            shared.faulted.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+    }
+}
+
+/// `pieces` until `cut` resolves, then an error: the response ends without its last chunk
+/// and the client sees the connection break, as when the server goes away mid-answer.
+fn until_cut<S, E>(
+    pieces: S,
+    cut: impl Future<Output = ()> + Send + 'static,
+) -> impl futures::Stream<Item = Result<axum::body::Bytes, std::io::Error>> + Send + 'static
+where
+    S: futures::Stream<Item = Result<axum::body::Bytes, E>> + Send + Unpin + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let state = Some((pieces, Box::pin(cut)));
+    futures::stream::unfold(state, |state| async move {
+        let (mut pieces, mut cut) = state?;
+        tokio::select! {
+            biased;
+            () = &mut cut => {
+                let error = std::io::Error::other("kube front: cut by an injected fault");
+                Some((Err(error), None))
+            }
+            piece = pieces.next() => {
+                let piece = piece?.map_err(std::io::Error::other);
+                Some((piece, Some((pieces, cut))))
+            }
+        }
+    })
 }
 
 /// Drops the headers of one connection rather than of the message (RFC 9110 §7.6.1), and

@@ -8,6 +8,7 @@ use kube::api::{
 };
 use rcgen::{CertificateParams, KeyPair};
 
+use super::delay::{Read, read, uniform};
 use super::*;
 use crate::kube::NodeFixture;
 use crate::tls::{TestCa, TlsServer, Validity};
@@ -20,12 +21,20 @@ async fn front_of(fake: &FakeApiServer, delay: Delay) -> KubeFront {
 
 /// Nodes through a kube client built from the front's kubeconfig, as the CCM builds one.
 async fn nodes(front: &KubeFront, dir: &Path) -> Api<DynamicObject> {
+    nodes_with(front, dir, true).await
+}
+
+/// [`nodes`] with kube's default retry of 429, 503 and 504 on or off: on, a client retries a
+/// failure up to 15 times with a backoff growing to minutes (`RetryPolicy::server_retry`), and
+/// a test of the failure itself would wait for all of them.
+async fn nodes_with(front: &KubeFront, dir: &Path, retry: bool) -> Api<DynamicObject> {
     let kubeconfig = kube::config::Kubeconfig::read_from(front.kubeconfig(dir))
         .expect("the front's kubeconfig reads");
     let options = kube::config::KubeConfigOptions::default();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
         .expect("a config from the front's kubeconfig");
+    config.default_retry = retry;
     let client = kube::Client::try_from(config).expect("a client for the front");
     let gvk = GroupVersionKind::gvk("", "v1", "Node");
     Api::all_with(client, &ApiResource::from_gvk_with_plural(&gvk, "nodes"))
@@ -393,6 +402,222 @@ fn a_token_user_is_refused_not_dropped() {
     let path = dir.path().join("token.kubeconfig");
     std::fs::write(&path, text).expect("write the kubeconfig");
     Upstream::from_kubeconfig(&path);
+}
+
+/// The API server's `Status` in a kube client's error, or a panic.
+fn api_status(result: Result<impl std::fmt::Debug, kube::Error>) -> kube::core::Status {
+    match result {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("not an API error: {other:?}"),
+    }
+}
+
+#[test]
+fn a_request_names_the_resource_it_acts_on_whatever_its_verb() {
+    let cases = [
+        ("/api/v1/nodes", Some("nodes")),
+        ("/api/v1/nodes/n1/status?fieldManager=x", Some("nodes")),
+        ("/api/v1/watch/pods", Some("pods")),
+        ("/api/v1/namespaces/ns/configmaps/cloud-conf", Some("configmaps")),
+        ("/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", Some("leases")),
+        ("/apis/config.openshift.io/v1/clusteroperators/co/status", Some("clusteroperators")),
+        ("/api/v1/namespaces/ns", Some("namespaces")),
+        ("/api/v1/namespaces/ns/status", Some("namespaces")),
+        ("/api/v1", None),
+        ("/apis/apps/v1", None),
+        ("/apis", None),
+        ("/version", None),
+        ("/openapi/v3", None),
+    ];
+    for (target, expected) in cases {
+        assert_eq!(fault::resource_of(target), expected, "{target}");
+    }
+}
+
+#[test]
+fn a_failure_of_one_resource_hits_every_verb_of_it_and_nothing_else() {
+    let fail = Fault::Fail(StatusCode::SERVICE_UNAVAILABLE);
+    let delay = Delay::fail_of("leases", 503);
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/ns/leases";
+    assert_eq!(delay.fault_for(leases), Some(fail));
+    assert_eq!(delay.fault_for(&format!("{leases}/l?fieldManager=m")), Some(fail));
+    assert_eq!(delay.fault_for("/api/v1/nodes"), None);
+    assert_eq!(delay.fault_for("/version"), None);
+    let all = Delay::fail(503);
+    for target in [leases, "/api/v1/nodes", "/version", "/apis"] {
+        assert_eq!(all.fault_for(target), Some(fail), "{target}");
+    }
+    assert_eq!(Delay::hang_of("nodes").fault_for("/api/v1/nodes/n1"), Some(Fault::Hang));
+    assert_eq!(Delay::none().fault_for("/api/v1/nodes"), None);
+    // A fault is no delay: its requests never reach the upstream to be delayed.
+    assert_eq!(Delay::fail(503).choose("GET", "/api/v1/nodes"), None);
+}
+
+#[test]
+#[should_panic(expected = "200 is not an HTTP error status")]
+fn a_failure_must_be_an_error_status() {
+    let _ = Delay::fail(200);
+}
+
+#[test]
+fn a_lasting_fault_ends_by_itself_and_stays_ended() {
+    let start = tokio::time::Instant::now();
+    let mut active = Active::new(Delay::fail(503).lasting(Duration::from_secs(60)), start);
+    let target = "/api/v1/nodes";
+    assert!(active.at(start + Duration::from_secs(59)).fault_for(target).is_some());
+    assert_eq!(active.at(start + Duration::from_secs(60)).fault_for(target), None);
+    assert_eq!(active.ends, None, "ended: none from now on");
+    assert_eq!(active.at(start).fault_for(target), None);
+    let mut forever = Active::new(Delay::fail(503), start);
+    assert!(forever.at(start + Duration::from_secs(86_400)).fault_for(target).is_some());
+}
+
+#[tokio::test]
+async fn a_failure_is_the_api_servers_status_and_too_many_requests_says_when_to_retry() {
+    let answer = fault::failure(StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer.status(), 503);
+    assert_eq!(answer.headers()[header::CONTENT_TYPE], "application/json");
+    assert!(answer.headers().get(header::RETRY_AFTER).is_none());
+    let body = axum::body::to_bytes(answer.into_body(), 1 << 16).await.expect("a body");
+    let status: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(
+        (status["kind"].as_str(), status["status"].as_str(), status["code"].as_u64()),
+        (Some("Status"), Some("Failure"), Some(503))
+    );
+    assert_eq!(status["reason"], "ServiceUnavailable");
+    let message = status["message"].as_str().expect("a message");
+    assert!(message.starts_with("the server is currently unable to handle the request"));
+
+    let answer = fault::failure(StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(answer.headers()[header::RETRY_AFTER], "1");
+    let body = axum::body::to_bytes(answer.into_body(), 1 << 16).await.expect("a body");
+    let status: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(status["reason"], "TooManyRequests");
+    assert_eq!(status["details"]["retryAfterSeconds"], 1);
+
+    let answer = fault::failure(StatusCode::IM_A_TEAPOT);
+    let body = axum::body::to_bytes(answer.into_body(), 1 << 16).await.expect("a body");
+    let status: Value = serde_json::from_slice(&body).expect("JSON");
+    assert!(status.get("reason").is_none(), "no reason the API server would not give");
+}
+
+#[tokio::test]
+async fn a_failure_answers_every_request_itself_until_none_ends_it() {
+    let fake = FakeApiServer::start().await.expect("fake API server");
+    fake.create("v1", "nodes", "", NodeFixture::tainted("n1").build());
+    let front = front_of(&fake, Delay::none()).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nodes = nodes_with(&front, dir.path(), false).await;
+    nodes.list(&ListParams::default()).await.expect("a list before the outage");
+    let reached = fake.requests().len();
+
+    front.set_delay(Delay::fail(503));
+    let status = api_status(nodes.list(&ListParams::default()).await);
+    assert_eq!((status.code, status.reason.as_str()), (503, "ServiceUnavailable"));
+    let status = api_status(nodes.get("n1").await);
+    assert_eq!(status.code, 503);
+    let version = reqwest::get(format!("{}/version", front.url())).await.expect("an answer");
+    assert_eq!(version.status(), 503, "discovery fails too");
+    assert_eq!(fake.requests().len(), reached, "nothing reached the upstream");
+    assert_eq!(front.faulted(), 3);
+
+    front.set_delay(Delay::none());
+    let list = nodes.list(&ListParams::default()).await.expect("a list after the outage");
+    assert_eq!(names(&list.items), ["n1"]);
+    assert_eq!(front.faulted(), 3);
+}
+
+#[tokio::test]
+async fn a_kube_client_with_its_default_retry_sees_no_short_outage() {
+    let fake = FakeApiServer::start().await.expect("fake API server");
+    fake.create("v1", "nodes", "", NodeFixture::tainted("n1").build());
+    let outage = Duration::from_millis(500);
+    let front = front_of(&fake, Delay::fail(503).lasting(outage)).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nodes = nodes(&front, dir.path()).await;
+    let start = Instant::now();
+    let list = tokio::time::timeout(Duration::from_secs(30), nodes.list(&ListParams::default()))
+        .await
+        .expect("a list within 30 s")
+        .expect("a list once the outage ended, after retries");
+    assert!(start.elapsed() >= outage, "listed after {:?}", start.elapsed());
+    assert_eq!(names(&list.items), ["n1"]);
+    assert!(front.faulted() > 1, "retried: {} failures", front.faulted());
+}
+
+#[tokio::test]
+async fn a_held_request_goes_on_when_the_hang_is_replaced() {
+    let fake = FakeApiServer::start().await.expect("fake API server");
+    fake.create("v1", "nodes", "", NodeFixture::tainted("n1").build());
+    let front = front_of(&fake, Delay::hang_of("nodes")).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nodes = nodes(&front, dir.path()).await;
+
+    let mut held = tokio::spawn({
+        let nodes = nodes.clone();
+        async move { nodes.get("n1").await }
+    });
+    // Still unanswered a while later (a bounded wait, not a sleep: it ends with the answer).
+    let early = tokio::time::timeout(Duration::from_millis(300), &mut held).await;
+    assert!(early.is_err(), "a held request was answered: {early:?}");
+    assert_eq!(front.faulted(), 1);
+    let other = reqwest::get(format!("{}/version", front.url())).await.expect("an answer");
+    assert_eq!(other.status(), 200, "other requests go on");
+    assert!(fake.requests().iter().all(|r| !r.path.contains("nodes")), "{:?}", fake.requests());
+
+    front.set_delay(Delay::none());
+    let answer = tokio::time::timeout(Duration::from_secs(10), held).await;
+    let node = answer.expect("answered within 10 s").expect("the task").expect("the node");
+    assert_eq!(node.metadata.name.as_deref(), Some("n1"));
+}
+
+#[tokio::test]
+async fn a_held_request_fails_when_the_hang_gives_way_to_a_failure() {
+    let fake = FakeApiServer::start().await.expect("fake API server");
+    let front = front_of(&fake, Delay::hang()).await;
+    let url = format!("{}/api/v1/nodes", front.url());
+    let held = tokio::spawn(async move { reqwest::get(url).await });
+    tokio::task::yield_now().await;
+    // Wait until the front holds it.
+    let holding = async {
+        while front.faulted() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), holding).await.expect("held within 10 s");
+    front.set_delay(Delay::fail(504));
+    let answer = tokio::time::timeout(Duration::from_secs(10), held).await;
+    let answer = answer.expect("answered within 10 s").expect("the task").expect("an answer");
+    assert_eq!(answer.status(), 504);
+    assert_eq!(front.faulted(), 1, "one request, counted once");
+}
+
+#[tokio::test]
+async fn a_failure_cuts_an_open_watch_and_the_next_one_fails() {
+    let fake = FakeApiServer::start().await.expect("fake API server");
+    let front = front_of(&fake, Delay::none()).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nodes = nodes_with(&front, dir.path(), false).await;
+    let list = nodes.list(&ListParams::default()).await.expect("a list");
+    let version = list.metadata.resource_version.expect("a list's resourceVersion");
+    let params = WatchParams::default().timeout(290);
+    let mut events = nodes.watch(&params, &version).await.expect("a watch").boxed();
+
+    front.set_delay(Delay::fail(503).lasting(Duration::from_secs(60)));
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match events.next().await {
+                None => return "ended",
+                Some(Err(_)) => return "broke",
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the watch stayed open through the outage");
+    let status = api_status(nodes.watch(&params, &version).await.map(|_| ()));
+    assert_eq!(status.code, 503);
+    assert_eq!(front.faulted(), 2, "the cut watch and the refused one");
 }
 
 #[tokio::test]
