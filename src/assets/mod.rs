@@ -7,6 +7,7 @@
 //! cloud-access ───┴─ openstack/cloud-facts ─ cloud-provider-config ─┬─ ccm
 //!                 └─ credentials ───────────────────────────────────┘  bootstrap/ccm
 //! options ── ccm/leader-migration ── ccm
+//! install-config ── ccm-operator
 //! ```
 //! The platform-neutral assets ask the platform's [`provider::Provider`] (one module per
 //! platform, mapped in [`platform::PLATFORMS`]). `ccm-assets graph` prints the exact edges.
@@ -16,8 +17,8 @@
 //!
 //! ```text
 //! registry            this module: every asset, the targets
-//! neutral assets      cloud_provider_config, credentials, infrastructure, ccm/, bootstrap/,
-//!                     bootkube, cluster_id, cluster_config, trust_bundle
+//! neutral assets      cloud_provider_config, credentials, infrastructure, ccm/, operator,
+//!                     bootstrap/, bootkube, cluster_id, cluster_config, trust_bundle
 //! platform table      platform: install-config platform → provider
 //! platforms           aws/, azure/, gcp/, ibm/ (what ibmcloud and powervs share), ibmcloud/,
 //!                     none, nutanix/, openstack/ (with the openstack/cloud-facts asset),
@@ -65,6 +66,7 @@ pub mod cluster_config;
 pub mod cluster_id;
 pub mod credentials;
 pub mod infrastructure;
+pub mod operator;
 pub mod trust_bundle;
 
 use crate::graph::{self, Asset, AssetId, Graph};
@@ -98,6 +100,7 @@ pub const MANIFEST_TARGETS: &[AssetId] = &[
     infrastructure::ID,
     credentials::ID,
     ccm::ID,
+    operator::ID,
     bootstrap::ID,
     bootstrap::kubeconfig::ID,
     bootkube::ID,
@@ -119,6 +122,7 @@ pub fn graph(inputs: Inputs) -> graph::Result<Graph> {
         Box::new(infrastructure::InfrastructureAsset),
         Box::new(ccm::leader_migration::LeaderMigrationAsset),
         Box::new(ccm::CcmAsset::new(images.clone())),
+        Box::new(operator::OperatorAsset::new(images.clone())),
         Box::new(bootstrap::tls::TlsAsset::new(tls)),
         Box::new(bootstrap::BootstrapAsset::new(images.clone())),
         Box::new(bootstrap::kubeconfig::KubeconfigAsset),
