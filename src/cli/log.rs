@@ -3,9 +3,12 @@
 use std::fmt;
 
 use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 use super::LogLevel;
 
@@ -17,10 +20,22 @@ pub(super) fn init(level: LogLevel) {
         LogLevel::Warn => Level::WARN,
         LogLevel::Error => Level::ERROR,
     };
+    // Our own lines at `level`; other crates' only when they warn (less when asked), and
+    // never the HTTP tracing layer's per-request lines, nor kube-client's note that a watch
+    // stream ended (the operator retries both and reports what lasts, in its own words).
+    let others = LevelFilter::from_level(max).min(LevelFilter::WARN);
+    let targets = Targets::new()
+        .with_default(others)
+        .with_target("ccm_assets", max)
+        .with_target("kube_support", max)
+        .with_target("tower_http", LevelFilter::OFF)
+        .with_target("kube_client", others.min(LevelFilter::ERROR));
     tracing_subscriber::fmt()
         .with_max_level(max)
         .with_writer(std::io::stderr)
         .event_format(InstallerStyle)
+        .finish()
+        .with(targets)
         .init();
 }
 

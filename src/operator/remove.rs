@@ -27,7 +27,7 @@ pub fn run(
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let client = kube_support::client::client(kubeconfig).await?;
+        let client = kube_support::client::client_failing_fast(kubeconfig).await?;
         remove(&client, images, timeout).await
     })
 }

@@ -77,7 +77,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
 }
 
 async fn serve(options: Options) -> anyhow::Result<()> {
-    let client = kube_support::client::client(options.kubeconfig.as_deref()).await?;
+    let client = kube_support::client::client_failing_fast(options.kubeconfig.as_deref()).await?;
     let state = watch::Sender::new(State::default());
     let metrics = Arc::new(Metrics::default());
     let listener = tokio::net::TcpListener::bind(options.health_addr)

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::TryStreamExt as _;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -240,8 +240,6 @@ impl World {
 /// Follows one object, publishing each change (with backoff on API errors).
 async fn follow(api: Api<DynamicObject>, key: Key, sender: watch::Sender<Snapshot>) {
     let config = watcher::Config::default().fields(&format!("metadata.name={}", key.name));
-    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
-    let mut listed: Option<Arc<Value>> = None;
     let set = |object: Option<Option<Arc<Value>>>, failing: Option<(Instant, String)>| {
         sender.send_if_modified(|s| {
             let entry = s.entries.entry(key.clone()).or_default();
@@ -272,30 +270,73 @@ async fn follow(api: Api<DynamicObject>, key: Key, sender: watch::Sender<Snapsho
             changed
         })
     };
+    let mut backoff = WatchBackoff::default();
     loop {
-        let event = match events.try_next().await {
-            Ok(Some(event)) => event,
-            Ok(None) => return,
-            Err(error) => {
-                let text = ccm_tls_explain::chain(&error);
-                tracing::warn!(object = %key, error = %text, "watch failed; retrying");
-                set(None, Some((Instant::now(), text)));
-                continue;
+        // A new watcher after each error: it lists first, so that the list (even of an
+        // unchanged object) tells that the API server answers again. kube-runtime's own
+        // watcher resumes a watch from its last version after an error, and a resumed watch of
+        // an object nobody changes says nothing: the failure would never be seen to end.
+        let mut events = std::pin::pin!(watcher(api.clone(), config.clone()));
+        let mut listed: Option<Arc<Value>> = None;
+        let error = loop {
+            let event = match events.try_next().await {
+                Ok(Some(event)) => event,
+                Ok(None) => return,
+                Err(error) => break error,
+            };
+            match event {
+                watcher::Event::Init => listed = None,
+                watcher::Event::InitApply(object) => listed = Some(to_value(&key, object)),
+                watcher::Event::InitDone => {
+                    set(Some(listed.take()), None);
+                    kube::runtime::utils::Backoff::reset(&mut backoff);
+                }
+                watcher::Event::Apply(object) => {
+                    set(Some(Some(to_value(&key, object))), None);
+                }
+                watcher::Event::Delete(_) => {
+                    set(Some(None), None);
+                }
             }
         };
-        match event {
-            watcher::Event::Init => listed = None,
-            watcher::Event::InitApply(object) => listed = Some(to_value(&key, object)),
-            watcher::Event::InitDone => {
-                set(Some(listed.take()), None);
-            }
-            watcher::Event::Apply(object) => {
-                set(Some(Some(to_value(&key, object))), None);
-            }
-            watcher::Event::Delete(_) => {
-                set(Some(None), None);
-            }
-        }
+        let text = ccm_tls_explain::chain(&error);
+        tracing::warn!(object = %key, error = %text, "watch failed; listing again");
+        set(None, Some((Instant::now(), text)));
+        let delay = backoff.next().unwrap_or(WatchBackoff::MAX);
+        tokio::time::sleep(delay).await;
+    }
+}
+
+/// The wait before a failed watch is tried again: 0.5 s doubling to 5 s, not kube-runtime's
+/// default 30 s, so that the operator sees the API server back within 5 s of an outage of any
+/// length (one object's watch is one cheap request).
+#[derive(Debug, Clone, Copy)]
+struct WatchBackoff(Duration);
+
+impl WatchBackoff {
+    const FIRST: Duration = Duration::from_millis(500);
+    const MAX: Duration = Duration::from_secs(5);
+}
+
+impl Default for WatchBackoff {
+    fn default() -> WatchBackoff {
+        WatchBackoff(WatchBackoff::FIRST)
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let now = self.0;
+        self.0 = (self.0 * 2).min(WatchBackoff::MAX);
+        Some(now)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.0 = WatchBackoff::FIRST;
     }
 }
 

@@ -51,18 +51,38 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<::kube::Client, Error> 
     Ok(builder(kubeconfig).await?.build())
 }
 
+/// A client from `kubeconfig`, else the in-cluster config, without kube-rs's own retry of
+/// 429, 503 and 504 answers: every answer reaches the caller at once, and the caller retries on
+/// its own schedule. kube-rs retries those up to 15 times with a backoff doubling from 5 ms,
+/// about 160 s in all, so that a request made during an outage of a minute may come back long
+/// after the outage, and a Lease renewal may return after its renew deadline has passed while
+/// its holder still acts as the leader. The operator mode uses this one.
+pub async fn client_failing_fast(kubeconfig: Option<&Path>) -> Result<::kube::Client, Error> {
+    Ok(builder_with(kubeconfig, false).await?.build())
+}
+
 /// A client builder from `kubeconfig`, else the in-cluster config (service account), for a
 /// caller that adds its own layers before it builds.
 pub async fn builder(kubeconfig: Option<&Path>) -> Result<ClientBuilder<Stack>, Error> {
+    builder_with(kubeconfig, true).await
+}
+
+/// [`builder`], with kube-rs's retry of 429, 503 and 504 answers or without.
+async fn builder_with(
+    kubeconfig: Option<&Path>,
+    retry: bool,
+) -> Result<ClientBuilder<Stack>, Error> {
     let Some(path) = kubeconfig else {
-        let config = ::kube::Config::incluster().map_err(Error::InCluster)?;
+        let mut config = ::kube::Config::incluster().map_err(Error::InCluster)?;
+        config.default_retry = retry;
         return transport::builder(config).map_err(|e| Error::Client(Box::new(e)));
     };
     let err = |source| Error::Kubeconfig { path: path.display().to_string(), source };
     let file = ::kube::config::Kubeconfig::read_from(path).map_err(err)?;
     let user = current_user(&file);
     let options = ::kube::config::KubeConfigOptions::default();
-    let config = ::kube::Config::from_custom_kubeconfig(file, &options).await.map_err(err)?;
+    let mut config = ::kube::Config::from_custom_kubeconfig(file, &options).await.map_err(err)?;
+    config.default_retry = retry;
     transport::builder(config).map_err(|e| Error::FromKubeconfig {
         path: path.display().to_string(),
         user,
