@@ -16,9 +16,9 @@ pub const KEY: &str = "ca-bundle.crt";
 /// `openshift-config`).
 pub const PROXY_KEY: &str = "ca-bundle.crt";
 
-/// Where the system bundle is read by default: the operator image's own trust store, as CCCMO
-/// reads it.
-pub const SYSTEM_BUNDLE: &str = "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem";
+/// Where the system bundle is read by default: the trust store of our image
+/// (`scripts/image.sh` installs it there), as CCCMO reads its own image's.
+pub const SYSTEM_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 /// One source of certificates.
 #[derive(Debug, Clone, PartialEq, Eq)]
