@@ -95,7 +95,7 @@ impl Asset for OperatorAsset {
 pub fn objects(image: &str) -> Vec<(String, Value)> {
     let file = |name: &str| format!("manifests/ccm-operator/{name}");
     let mut out = vec![
-        (file("00-namespace.yaml"), namespace()),
+        (file("00-namespace.yaml"), crate::assets::ccm::management_namespace(NAMESPACE)),
         (
             file("01-service-account.yaml"),
             json!({
@@ -118,26 +118,6 @@ pub fn objects(image: &str) -> Vec<(String, Value)> {
     out.push((file("10-deployment.yaml"), deployment(image)));
     out.push((file("20-clusteroperator.yaml"), cluster_operator()));
     out
-}
-
-/// Like the CCM's namespace: scheduled on control-plane nodes whatever the cluster's default
-/// node selector, a management workload, run level 0 (no security context constraints).
-fn namespace() -> Value {
-    json!({
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "annotations": {
-                "openshift.io/node-selector": "",
-                "workload.openshift.io/allowed": "management",
-            },
-            "labels": {
-                "openshift.io/cluster-monitoring": "true",
-                "openshift.io/run-level": "0",
-            },
-            "name": NAMESPACE,
-        },
-    })
 }
 
 fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
@@ -201,11 +181,17 @@ fn namespaced_rules() -> Vec<(&'static str, &'static str, Value)> {
     ]
 }
 
-fn role(kind: &str, namespace: Option<&str>, rules: &Value) -> Value {
+/// `metadata` of the operator's RBAC objects: its name, in `namespace` when there is one.
+fn metadata(namespace: Option<&str>) -> Value {
     let mut metadata = json!({"name": NAME});
     if let Some(namespace) = namespace {
         metadata["namespace"] = json!(namespace);
     }
+    metadata
+}
+
+fn role(kind: &str, namespace: Option<&str>, rules: &Value) -> Value {
+    let metadata = metadata(namespace);
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": kind,
@@ -217,10 +203,7 @@ fn role(kind: &str, namespace: Option<&str>, rules: &Value) -> Value {
 /// Binds the role of the same kind and name to the operator's service account.
 fn binding(kind: &str, namespace: Option<&str>) -> Value {
     let role_kind = if namespace.is_some() { "Role" } else { "ClusterRole" };
-    let mut metadata = json!({"name": NAME});
-    if let Some(namespace) = namespace {
-        metadata["namespace"] = json!(namespace);
-    }
+    let metadata = metadata(namespace);
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": kind,

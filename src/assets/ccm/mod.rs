@@ -33,6 +33,7 @@ use ccm_formats::yaml::to_yaml;
 use leader_migration::LeaderMigration;
 
 pub use deployment::tolerations;
+pub use rbac::management_namespace;
 
 /// Asset id.
 pub const ID: AssetId = "ccm";

@@ -127,30 +127,34 @@ fn own_cluster_rules() -> Value {
     ])
 }
 
+/// A namespace of the control plane's management workloads (the CCM's, its operator's):
+/// scheduled on control-plane nodes whatever the cluster's default node selector, a
+/// management workload, run level 0 (no security context constraints).
+pub fn management_namespace(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "annotations": {
+                "openshift.io/node-selector": "",
+                "workload.openshift.io/allowed": "management",
+            },
+            "labels": {
+                "openshift.io/cluster-monitoring": "true",
+                "openshift.io/run-level": "0",
+            },
+            "name": name,
+        },
+    })
+}
+
 /// The objects, each with its file name under `manifests/ccm/`, in apply order.
 pub(super) fn objects(names: &Names<'_>) -> Vec<(String, Value)> {
     let Names { app, secret, platform, in_cluster_secret, reads_credentials_secret, own_ccm } =
         *names;
     let cluster_rules = if own_ccm { own_cluster_rules() } else { upstream_cluster_rules() };
     let mut out = vec![
-        (
-            "00-namespace.yaml".to_owned(),
-            json!({
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {
-                    "annotations": {
-                        "openshift.io/node-selector": "",
-                        "workload.openshift.io/allowed": "management",
-                    },
-                    "labels": {
-                        "openshift.io/cluster-monitoring": "true",
-                        "openshift.io/run-level": "0",
-                    },
-                    "name": NAMESPACE,
-                },
-            }),
-        ),
+        ("00-namespace.yaml".to_owned(), management_namespace(NAMESPACE)),
         (
             "01-serviceaccount.yaml".to_owned(),
             json!({
