@@ -129,6 +129,8 @@ else
     scripts/bench.sh --lb --quick
     step "real OpenStack: the live config benchmark still runs against it (5 edits, about 20 s)"
     scripts/bench.sh --live-config --quick
+    step "real Kubernetes: the operator benchmark still runs against it (2 edits, about 1 min)"
+    scripts/bench.sh --operator --quick
     step "real OpenStack: the CCM from the container image initializes a real node"
     scripts/image.sh --test-openstack "$env_file"
   fi
