@@ -13,8 +13,7 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::watch;
 
 use super::controllers::{Outcome, Step};
-use super::run::State;
-use super::status::Controller;
+use super::status::{Controller, State};
 
 /// Counters of what the operator did.
 #[derive(Debug, Default)]

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use super::apply::{self, MANAGER};
 use super::controllers::{self, CcmMemory, Context, Outcome, Step};
 use super::health::{self, Metrics};
-use super::status::{self, Controller, Record};
+use super::status::{self, Controller, State};
 use super::world::{Key, Seen, World};
 use crate::assets::images::Images;
 
@@ -54,17 +54,6 @@ pub struct LeaseTiming {
     pub renew_deadline: Duration,
     /// How often candidates try, and the holder renews.
     pub retry_period: Duration,
-}
-
-/// What every task reports: each controller's record, and what the CCM controller applied.
-#[derive(Debug, Clone, Default)]
-pub struct State {
-    /// In [`Controller::ALL`] order.
-    pub records: [Record; 3],
-    /// `relatedObjects` beyond the namespaces and the ClusterOperator.
-    pub related: Vec<Key>,
-    /// Switched off: everything deleted, only reporting.
-    pub removed: bool,
 }
 
 /// Runs until SIGTERM or SIGINT (then the Lease is released) or until the Lease is lost.

@@ -62,6 +62,17 @@ impl Controller {
     }
 }
 
+/// What every task reports: each controller's record, and what the CCM controller applied.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    /// In [`Controller::ALL`] order.
+    pub records: [Record; 3],
+    /// `relatedObjects` beyond the namespaces and the ClusterOperator.
+    pub related: Vec<super::world::Key>,
+    /// Switched off: everything deleted, only reporting.
+    pub removed: bool,
+}
+
 /// Why an attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
