@@ -30,13 +30,16 @@ pub(crate) async fn switch<K, F, Fut>(
                 None => std::future::pending().await,
             }
         };
+        // Once the config's sender is gone the last key holds for good: the running
+        // controller goes on, never started again.
+        let changed = async {
+            if keys.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
         tokio::select! {
             () = running => return,
-            changed = keys.changed() => {
-                if changed.is_err() {
-                    // The config's sender is gone: the last key holds for good.
-                    return Box::pin(switch_forever(keys, start)).await;
-                }
+            () = changed => {
                 let now = keys.borrow().is_some();
                 let what = match (on, now) {
                     (true, true) => "its settings changed: restarting it",
@@ -47,20 +50,6 @@ pub(crate) async fn switch<K, F, Fut>(
                 tracing::info!(controller = name.as_str(), "{what}");
             }
         }
-    }
-}
-
-/// The last key's controller, with no more changes to come.
-async fn switch_forever<K, F, Fut>(keys: watch::Receiver<Option<K>>, start: F)
-where
-    K: Clone,
-    F: Fn(K) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    let key = keys.borrow().clone();
-    match key {
-        Some(key) => start(key).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -91,5 +80,21 @@ mod tests {
         keys.send_replace(Some(3));
         settle().await;
         assert_eq!(*started.lock().unwrap(), [1, 2, 3]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_running_controller_goes_on_unrestarted_when_the_config_sender_is_gone() {
+        let (keys, rx) = watch::channel(Some(1));
+        let started = Arc::new(Mutex::new(Vec::new()));
+        let seen = started.clone();
+        let task = tokio::spawn(switch(ControllerName::Route, rx, move |key: u32| {
+            seen.lock().unwrap().push(key);
+            std::future::pending::<()>()
+        }));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        drop(keys);
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(*started.lock().unwrap(), [1], "started once, never again");
+        assert!(!task.is_finished(), "the controller still runs");
     }
 }
