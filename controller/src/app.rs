@@ -494,13 +494,7 @@ fn spawn_controllers(tasks: &mut JoinSet<Task>, clients: Clients, plan: Plan, ga
     let controller = Controller::for_stream(nodes, reader)
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
     // `[LoadBalancer]` as it is now, and whether it is on.
-    let lb_settings = live::slice(&current, |s| match LbSettings::from_config(&s.config) {
-        Ok(settings) => settings.map(Arc::new),
-        Err(error) => {
-            tracing::error!(%error, "[LoadBalancer]: the service controller stays off");
-            None
-        }
-    });
+    let lb_settings = live::slice(&current, |s| LbSettings::from_config(&s.config).map(Arc::new));
     let lb_on = live::slice(&current, |s| s.config.load_balancer.enabled.then_some(()));
     if service.is_some() && lb_on.borrow().is_none() {
         tracing::info!("[LoadBalancer] enabled = false: the service controller stays off");

@@ -94,19 +94,18 @@ pub(crate) struct Defaults {
 }
 
 impl Defaults {
-    /// The `[LoadBalancer]` section as the defaults of every Service; a bad `node-selector` is
-    /// reported on each Service (as upstream, which checks it per Service too).
-    pub(crate) fn from_config(lb: &crate::config::LoadBalancer) -> Result<Defaults, String> {
+    /// The `[LoadBalancer]` section as the defaults of every Service. The config checks refuse
+    /// a `node-selector` pair that is not `key=value` (at start and on every live edit, with
+    /// `selector_of`'s rule), so none reaches here.
+    pub(crate) fn from_config(lb: &crate::config::LoadBalancer) -> Defaults {
         let mut errors = Vec::new();
         let mut read = Reader { annotations: &BTreeMap::new(), errors: &mut errors };
         let node_selector = match &lb.node_selector {
             Some(text) => read.selector_of("[LoadBalancer] node-selector", text),
             None => BTreeMap::new(),
         };
-        if let Some(error) = errors.into_iter().next() {
-            return Err(error);
-        }
-        Ok(Defaults {
+        debug_assert!(errors.is_empty(), "unchecked config: {errors:?}");
+        Defaults {
             internal: lb.internal_lb,
             lb_method: lb.lb_method.clone(),
             create_monitor: lb.create_monitor,
@@ -129,7 +128,7 @@ impl Defaults {
             flavor_id: lb.flavor_id.clone(),
             availability_zone: lb.availability_zone.clone(),
             node_selector,
-        })
+        }
     }
 }
 

@@ -29,20 +29,19 @@ pub(crate) struct LbSettings {
 }
 
 impl LbSettings {
-    /// `None` with `[LoadBalancer] enabled = false` (the controller stays off, or stops); an
-    /// error only for a config the checks let through and the controller cannot take.
-    pub(crate) fn from_config(config: &Config) -> Result<Option<LbSettings>, String> {
+    /// `None` with `[LoadBalancer] enabled = false` (the controller stays off, or stops).
+    pub(crate) fn from_config(config: &Config) -> Option<LbSettings> {
         let lb = &config.load_balancer;
         if !lb.enabled {
-            return Ok(None);
+            return None;
         }
-        Ok(Some(LbSettings {
-            defaults: Defaults::from_config(lb)?,
+        Some(LbSettings {
+            defaults: Defaults::from_config(lb),
             classes: config.lb_classes.clone(),
             serial: lb.serial_api_calls,
             manage_security_groups: lb.manage_security_groups,
             max_shared_lb: usize::try_from(lb.max_shared_lb).unwrap_or(0),
-        }))
+        })
     }
 
     /// What `changes` plans for `spec` of Service `id` (`maker`: its own load balancer).
