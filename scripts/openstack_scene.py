@@ -9,7 +9,9 @@ Creates, stops, starts and deletes servers, ports and floating IPs through the r
   openstack_scene.py server-show ID
   openstack_scene.py server-stop ID [--wait]       (SHUTOFF)
   openstack_scene.py server-start ID [--wait]      (ACTIVE)
-  openstack_scene.py server-delete ID [--wait]     (until GET answers 404)
+  openstack_scene.py server-delete ID [--wait] [--missing-ok]
+                                                    (--wait: until GET answers 404, deleting
+                                                    again when Nova lost the delete)
   openstack_scene.py port-create --network NET [--fixed-ip IP] [--name N]
   openstack_scene.py port-delete ID
   openstack_scene.py floating-ip-create --port ID [--network EXT] [--wait-server ID]
@@ -286,6 +288,8 @@ class Scene:
         try:
             self.delete_once(self.conn.compute.delete_server, a.id)
         except self.openstack.exceptions.NotFoundException:
+            if a.missing_ok:
+                return {'id': a.id, 'deleted': False}
             fail('server %s not found' % a.id)
         if a.wait:
             self.delete_until_gone(a.id)
@@ -800,6 +804,9 @@ def parse(argv):
         s.add_argument('id')
         if name != 'server-show':
             s.add_argument('--wait', action='store_true', help='wait for the new state')
+        if name == 'server-delete':
+            s.add_argument('--missing-ok', action='store_true',
+                           help='a server already gone is no error (for cleanups)')
     s = sub.add_parser('port-create', help='create a port')
     s.add_argument('--network', help='name or ID (OPENSTACK_INTERNAL_NETWORK)')
     s.add_argument('--fixed-ip')

@@ -16,6 +16,7 @@ mod readback;
 mod real_kube_admission;
 mod real_kube_crds;
 mod real_kube_operator;
+mod real_kube_operator_ccm;
 mod real_kube_operator_rbac;
 mod real_openstack;
 mod support;

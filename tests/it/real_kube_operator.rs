@@ -17,12 +17,12 @@ use testkit::kube_stack::KubeStack;
 use crate::platforms::pinned;
 use crate::support::Test;
 
-const CCM_NAMESPACE: &str = "openshift-cloud-controller-manager";
+pub(crate) const CCM_NAMESPACE: &str = "openshift-cloud-controller-manager";
 const OPERATOR_NAMESPACE: &str = "openshift-cloud-controller-manager-operator";
-const DEPLOYMENT: &str = "openstack-cloud-controller-manager";
+pub(crate) const DEPLOYMENT: &str = "openstack-cloud-controller-manager";
 
 /// Polls `probe` every 100 ms until it gives a value, for at most `limit`; panics with `what`.
-fn wait_for<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
     loop {
         if let Some(value) = probe() {
@@ -34,17 +34,23 @@ fn wait_for<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>
 }
 
 /// The generated OpenStack example and the cluster it was put in; everything is removed on drop.
-struct Installed {
-    stack: KubeStack,
+pub(crate) struct Installed {
+    pub(crate) stack: KubeStack,
     test: Test,
 }
 
 impl Installed {
     fn new() -> Installed {
-        let stack = KubeStack::load();
-        stack.install_crds();
         let test = Test::new().example("openstack").create(&pinned(&[]));
         test.expect(0);
+        Installed::from(test, |_| {})
+    }
+
+    /// What `test` generated (it ran), put in the cluster; `infra` edits the Infrastructure
+    /// (spec and status) first.
+    pub(crate) fn from(test: Test, edit_infra: impl FnOnce(&mut Value)) -> Installed {
+        let stack = KubeStack::load();
+        stack.install_crds();
         let installed = Installed { stack, test };
         installed.clean();
         for namespace in ["openshift-config", OPERATOR_NAMESPACE] {
@@ -54,10 +60,11 @@ impl Installed {
         {
             installed.apply(&installed.test.read(file));
         }
-        let infra: Value = serde_saphyr::from_str(
+        let mut infra: Value = serde_saphyr::from_str(
             &installed.test.read("manifests/cluster-infrastructure-02-config.yml"),
         )
         .unwrap();
+        edit_infra(&mut infra);
         installed.apply(&infra.to_string());
         installed.stack.run(
             &[
@@ -156,14 +163,14 @@ impl Drop for Installed {
 }
 
 /// A running `ccm-assets operator`, killed on drop; its log in a file.
-struct Operator {
+pub(crate) struct Operator {
     child: Child,
     log: PathBuf,
 }
 
 impl Operator {
     /// With the short retry period of a test (the default is CCCMO's 26 s).
-    fn start(stack: &KubeStack, dir: &Path, name: &str) -> Operator {
+    pub(crate) fn start(stack: &KubeStack, dir: &Path, name: &str) -> Operator {
         Operator::start_with(stack, dir, name, &[])
     }
 
@@ -189,7 +196,7 @@ impl Operator {
         Operator { child, log }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 

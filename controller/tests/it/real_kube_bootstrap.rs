@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use ccm_assets::create::{Env, Request, create_manifests};
 use serde_json::Value;
+use testkit::image::Image;
 use testkit::kube::UNINITIALIZED_TAINT;
 use testkit::kube_stack::{KubeStack, request, unique};
 use testkit::stack::StackEnv;
@@ -53,16 +54,16 @@ fn bootkube_stage_starts_the_static_pod_ccm_that_initializes_the_kubelets_own_no
     let mut undo = Undo::default();
 
     // A real server named like the node, and the node registered afresh as a cloud node.
-    let server = scene(&cloud, &["server-create", "--name", &node, "--wait-active"]);
+    let server = cloud.scene(&["server-create", "--name", &node, "--wait-active"]);
     let id = server["id"].as_str().expect("server-create prints the server").to_owned();
     let cloud2 = cloud.clone();
     undo.push(move || {
-        quietly(Command::new(scene_script(&cloud2)).args(["server-delete", id.as_str(), "--wait"]))
+        quietly(cloud2.scene_command().args(["server-delete", id.as_str(), "--wait"]))
     });
     let id = server["id"].as_str().unwrap();
     let kube2 = kube.clone();
-    undo.push(move || quietly(&mut fresh_node(&kube2, None)));
-    run(&mut fresh_node(&kube, Some("external")));
+    undo.push(move || quietly(&mut kube2.fresh_node(None)));
+    run(&mut kube.fresh_node(Some("external")));
     let fresh = kube.get("node", None, &node).expect("the node registered again");
     assert!(has_taint(&fresh, UNINITIALIZED_TAINT), "{}", fresh["spec"]);
 
@@ -83,7 +84,7 @@ fn bootkube_stage_starts_the_static_pod_ccm_that_initializes_the_kubelets_own_no
     // The kubeconfig names https://localhost:6443, the bootstrap node's API server: here, a
     // forwarder to the test cluster's (whose serving certificate names localhost).
     forward(LOCAL_API, kube.url().trim_start_matches("https://"));
-    run(Command::new(&kube["KUBE_IMPORT_IMAGE"]).args([&env_file, &image.source, &image.name]));
+    image.import(&kube);
 
     // The stage, as bootkube.sh runs it; then again: it does nothing.
     let audit = kube.audit();
@@ -129,41 +130,6 @@ fn bootkube_stage_starts_the_static_pod_ccm_that_initializes_the_kubelets_own_no
     drop(undo);
 }
 
-/// The image scripts/image.sh built: its OCI layout `layout:tag`, name and image ID (its
-/// config's digest, what the runtime reports).
-pub(crate) struct Image {
-    pub(crate) source: String,
-    pub(crate) name: String,
-    pub(crate) id: String,
-}
-
-impl Image {
-    /// The image of `target/image` (`$CARGO_TARGET_DIR/image`), named as data/images.json names
-    /// it; panics saying how to build it when there is none.
-    pub(crate) fn built() -> Image {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned();
-        let target =
-            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-        let out = target.join("image");
-        let digest = std::fs::read_to_string(out.join("digest")).unwrap_or_else(|e| {
-            panic!("no image in {} ({e}): build it with scripts/image.sh", out.display())
-        });
-        let images: Value =
-            serde_json::from_str(&std::fs::read_to_string(root.join("data/images.json")).unwrap())
-                .unwrap();
-        let name = images["ccm-assets"].as_str().unwrap().to_owned();
-        let tag = name.rsplit_once(':').unwrap().1;
-        let source = format!("{}:{tag}", out.join("oci").display());
-        let blob = |digest: &str| {
-            let path =
-                out.join("oci/blobs/sha256").join(digest.trim().trim_start_matches("sha256:"));
-            serde_json::from_slice::<Value>(&std::fs::read(path).unwrap()).unwrap()
-        };
-        let id = blob(&digest)["config"]["digest"].as_str().unwrap().to_owned();
-        Image { source, name, id }
-    }
-}
-
 /// Generates the OpenStack assets for the test cloud into `dir`, with the installer's TLS
 /// material: the client CA the API server trusts as the kube-control-plane signer, its server
 /// CA as the localhost bundle.
@@ -196,13 +162,6 @@ fn generate(dir: &Path, kube: &KubeStack, cloud: &StackEnv) {
 fn stage(kube: &KubeStack, dir: &Path, image: &Image) -> Command {
     let mut cmd = Command::new(&kube["KUBE_BOOTKUBE"]);
     cmd.arg(std::env::var(testkit::kube_stack::VAR).unwrap()).arg(dir).arg(&image.source);
-    cmd
-}
-
-/// `scripts/kube-up.sh --fresh-node [external]` on the test's stack.
-fn fresh_node(kube: &KubeStack, cloud_provider: Option<&str>) -> Command {
-    let mut cmd = Command::new(&kube["KUBE_UP"]);
-    cmd.env("KUBE_DIR", &kube["KUBE_DIR"]).arg("--fresh-node").args(cloud_provider);
     cmd
 }
 
@@ -254,7 +213,7 @@ fn forward(listen: &str, target: &str) {
 }
 
 /// Runs `cmd`; its stdout and stderr, or a panic showing them.
-pub(crate) fn run(cmd: &mut Command) -> String {
+fn run(cmd: &mut Command) -> String {
     let Output { status, stdout, stderr } = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
     assert!(status.success(), "{cmd:?} failed ({status}):\n{text}");
@@ -268,17 +227,6 @@ fn quietly(cmd: &mut Command) {
         Ok(out) => eprintln!("cleanup: {cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr)),
         Err(e) => eprintln!("cleanup: {cmd:?}: {e}"),
     }
-}
-
-fn scene_script(cloud: &StackEnv) -> &str {
-    cloud.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py")
-}
-
-/// `openstack_scene.py ARGS` against the test cloud; its JSON output.
-fn scene(cloud: &StackEnv, args: &[&str]) -> Value {
-    let out = run(Command::new(scene_script(cloud)).args(args));
-    let json = out.lines().find(|l| l.starts_with('{')).unwrap_or("null");
-    serde_json::from_str(json).unwrap_or(Value::Null)
 }
 
 /// Polls `probe` every half second until it gives a value, for at most `limit`; on timeout, a

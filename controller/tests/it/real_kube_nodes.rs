@@ -81,7 +81,9 @@ impl Drop for Cleanup {
         }
         let script = self.env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py");
         for id in &self.servers {
-            let _ = std::process::Command::new(script).args(["server-delete", id]).status();
+            let _ = std::process::Command::new(script)
+                .args(["server-delete", id, "--wait", "--missing-ok"])
+                .status();
         }
     }
 }

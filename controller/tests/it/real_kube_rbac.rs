@@ -49,7 +49,7 @@ async fn until<T>(what: &str, process: &Process, mut check: impl AsyncFnMut() ->
 async fn server_and_node(env: &StackEnv, kube: &KubeStack, name: &str, selector: &str) -> OnDrop {
     let server = scene(env, &["server-create", "--name", name, "--wait-active"]).await;
     let mut delete_server = Command::new(&env["OPENSTACK_SCENE"]);
-    delete_server.args(["server-delete", server["id"].as_str().unwrap()]);
+    delete_server.args(["server-delete", server["id"].as_str().unwrap(), "--wait", "--missing-ok"]);
     let mut delete_node = kube.kubectl();
     delete_node.args(["delete", "node", name, "--ignore-not-found", "--wait=false"]);
     let guard = OnDrop(vec![delete_node, delete_server]);

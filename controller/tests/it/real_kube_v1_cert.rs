@@ -59,7 +59,7 @@ async fn a_v1_client_certificate_in_the_kubeconfig_initializes_a_node() {
     let server = scene(&env, &["server-create", "--name", &name, "--wait-active"]).await;
     let id = server["id"].as_str().unwrap().to_owned();
     let mut delete_server = Command::new(&env["OPENSTACK_SCENE"]);
-    delete_server.args(["server-delete", &id]);
+    delete_server.args(["server-delete", &id, "--wait", "--missing-ok"]);
     let mut delete_node = stack.kubectl();
     delete_node.args(["delete", "node", &name, "--ignore-not-found", "--wait=false"]);
     let _cleanup = OnDrop(vec![delete_node, delete_server]);

@@ -220,12 +220,7 @@ pub(crate) fn https() -> reqwest::Client {
 
 /// Runs `openstack_scene.py` and parses its JSON output.
 pub(crate) async fn scene(env: &StackEnv, args: &[&str]) -> serde_json::Value {
-    let script = env.get("OPENSTACK_SCENE").unwrap_or("scripts/openstack_scene.py");
-    // Run by its shebang (/usr/bin/python3, which has openstacksdk), not whatever python3 is first in PATH.
-    let mut command = Command::new(script);
-    if let Some(ledger) = testkit::sweep::ledger() {
-        command.env(testkit::sweep::LEDGER, ledger); // what it creates, the test's guard deletes
-    }
+    let mut command = Command::from(env.scene_command());
     let run = command.args(args).kill_on_drop(true).output();
     let output = tokio::time::timeout(Duration::from_secs(600), run)
         .await

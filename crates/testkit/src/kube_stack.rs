@@ -87,6 +87,14 @@ impl KubeStack {
         String::from_utf8(out.stdout).expect("kubectl prints UTF-8")
     }
 
+    /// `scripts/kube-up.sh --fresh-node [external]` on this stack: the kubelet's Node
+    /// registered afresh, as a cloud node (tainted uninitialized) with `Some("external")`.
+    pub fn fresh_node(&self, cloud_provider: Option<&str>) -> Command {
+        let mut cmd = Command::new(&self["KUBE_UP"]);
+        cmd.env("KUBE_DIR", &self["KUBE_DIR"]).arg("--fresh-node").args(cloud_provider);
+        cmd
+    }
+
     /// Installs (or updates) the CustomResourceDefinitions of OpenShift's config kinds that the
     /// generator writes and `ccm-assets operator` reads and writes (Infrastructure, Proxy,
     /// Network, ClusterOperator; [`crds_dir`]), and waits until each is Established.

@@ -13,6 +13,7 @@
 //!  cluster         the fake-kube-apiserver binary driven with real kubectl
 //!  kube_stack      the real Kubernetes of scripts/kube-up.sh (CCM_KUBE_ENV), its audit log
 //!  heartbeat       a test's Nodes kept Ready on that cluster (their Leases renewed)
+//!  image           the image of scripts/image.sh, imported into the cluster's containerd
 //!  kube_front      a slow HTTP front for either API server: delays the answers a test chooses
 //!  signal          a signal sent the moment a test chooses, without the delay of kill(1)
 //!  mount           a ConfigMap volume as the kubelet lays it out and swaps it on an update
@@ -24,6 +25,7 @@
 pub mod cluster;
 pub mod create;
 pub mod heartbeat;
+pub mod image;
 pub mod install_config;
 pub mod kube;
 pub mod kube_front;

@@ -18,7 +18,6 @@
 //! pod gets a `pod-deletion-cost` below the other's, so that the ReplicaSet controller, whose
 //! choice the order otherwise is, stops the leader first.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
@@ -29,7 +28,7 @@ use testkit::kube_stack::KubeStack;
 use testkit::stack::StackEnv;
 
 use crate::in_cluster::{Generated, OnDrop};
-use crate::real_kube_bootstrap::{Image, run};
+use testkit::image::Image;
 
 /// The generated Deployment's name.
 const NAME: &str = "openstack-cloud-controller-manager";
@@ -59,8 +58,7 @@ async fn a_rollout_restart_hands_the_lease_over_with_a_gap_of_at_most_one_retry_
     let kube = generated.kube.clone();
     let ns = generated.ns.name.clone();
     let image = Image::built();
-    let env_file = std::env::var(testkit::kube_stack::VAR).unwrap();
-    run(Command::new(&kube["KUBE_IMPORT_IMAGE"]).args([&env_file, &image.source, &image.name]));
+    image.import(&kube);
 
     let deployment = for_one_node(&generated.deployment, &kube);
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
