@@ -32,6 +32,7 @@ pub mod kube_front;
 pub mod kube_stack;
 pub mod mount;
 pub mod openssl;
+pub mod scene;
 pub mod signal;
 pub mod stack;
 pub mod sweep;
