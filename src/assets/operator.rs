@@ -6,8 +6,10 @@
 //! no more: it reads the config kinds and the inputs it renders from by name
 //! (`openshift-config` ConfigMaps, `kube-system` Secrets), server-side applies the CCM's
 //! objects (namespace, ClusterRoles and bindings cluster-wide; Roles and bindings in the CCM's
-//! namespace and in `kube-system`; the rest in the CCM's namespace), lists the CCM's pods to
-//! wait for them on removal, and writes its Lease, its Events and the ClusterOperator. It may
+//! namespace and in `kube-system`; the rest in the CCM's namespace), lists the CCM's pods (to
+//! wait for them on removal) and annotates those that mount a ConfigMap or Secret it has just
+//! written (for the kubelet to refresh the files at once), and writes its Lease, its Events
+//! and the ClusterOperator. It may
 //! `bind` and `escalate` roles, so that it can apply the CCM's RBAC without holding every
 //! permission that grants. tests/it/real_kube_operator_rbac.rs checks each grant, and a few
 //! refusals, under the real API server's authorizer.
@@ -157,8 +159,9 @@ fn namespaced_rules() -> Vec<(&'static str, &'static str, Value)> {
                 bind(),
                 rule("apps", &["deployments", "daemonsets"], &WRITE),
                 rule("policy", &["poddisruptionbudgets"], &WRITE),
-                // `operator remove` waits for the CCM's pods to be gone.
-                rule("", &["pods"], &["list", "watch"]),
+                // `operator remove` waits for the CCM's pods to be gone; a pod that mounts
+                // what was just written is annotated, for the kubelet to refresh it now.
+                rule("", &["pods"], &["list", "watch", "patch"]),
             ]),
         ),
         // The cloud-provider config and the proxy's trusted CA bundle.

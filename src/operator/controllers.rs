@@ -8,11 +8,11 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::apply;
 use super::render::{self, Cluster};
 use super::status::Failure;
 use super::trusted_ca::{self, Source};
 use super::world::{Key, Seen, Snapshot, World};
+use super::{apply, kubelet_sync};
 use crate::assets::ccm::{NAMESPACE, Object};
 use crate::assets::images::Images;
 
@@ -171,6 +171,7 @@ async fn converge(ctx: &Context, snapshot: &Snapshot, objects: &[Value]) -> Resu
         let applied = apply::apply(&ctx.client, &prepared)
             .await
             .map_err(|e| Err(api_failure(&format!("applying {key}"), &e)))?;
+        kubelet_sync::tell_pods(&ctx.client, &applied).await;
         ctx.world.saw(applied);
         let why = match live {
             None => "absent".to_owned(),

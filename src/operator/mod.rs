@@ -4,6 +4,8 @@
 //!  watches by name (world) ─▶ snapshot ─┬─ controllers::cloud_config ─┐
 //!                                       ├─ controllers::trusted_ca ───┼─ apply (only what differs)
 //!                                       └─ controllers::ccm ──────────┘
+//!                                          a ConfigMap or Secret written ─▶ kubelet_sync (the
+//!                                          pods that mount it annotated: the kubelet refreshes now)
 //!  records (status::Record) ─▶ status ─▶ ClusterOperator/cloud-controller-manager, /readyz (health)
 //! ```
 //!
@@ -13,6 +15,7 @@
 pub mod apply;
 pub mod controllers;
 pub mod health;
+pub mod kubelet_sync;
 pub mod remove;
 pub mod render;
 pub mod run;

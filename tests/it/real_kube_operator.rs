@@ -136,7 +136,7 @@ impl Installed {
     }
 
     /// Replaces `[LoadBalancer]`-or-other text of the user's cloud config.
-    fn edit_config(&self, edit: impl Fn(&str) -> String) {
+    pub(crate) fn edit_config(&self, edit: impl Fn(&str) -> String) {
         let map = self.get("configmap", Some("openshift-config"), "cloud-provider-config").unwrap();
         let config = edit(map["data"]["config"].as_str().unwrap());
         let patch = json!({"data": {"config": config}}).to_string();

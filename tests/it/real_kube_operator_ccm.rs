@@ -12,7 +12,7 @@
 //! The node gets the control-plane label the Deployment selects, as a control-plane node has.
 
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use testkit::create::CreateManifests;
@@ -108,8 +108,53 @@ fn real_kube_operator_deploys_a_ccm_whose_pod_initializes_a_real_node() {
     assert_eq!(now["spec"]["template"]["spec"]["nodeName"], node.as_str());
     assert_eq!(now["metadata"]["generation"], 2, "rolled more than once: {}", operator.log());
     assert_eq!(running_pod(&kube, &node).unwrap()["metadata"]["uid"], pod["metadata"]["uid"]);
+
+    // An edit of cloud-provider-config reaches the running CCM in seconds: the operator writes
+    // cloud-conf and annotates the pod that mounts it, so the kubelet refreshes the volume at
+    // once (its own sync comes every 60 to 90 s), and the CCM reloads it. Twice, each within
+    // 10 s: by the kubelet's sync alone, both would be that quick about once in fifty runs.
+    for method in ["SOURCE_IP_PORT", "LEAST_CONNECTIONS"] {
+        let applied = reloads(&kube);
+        let edited = Instant::now();
+        installed.edit_config(|c| with_lb_method(c, method));
+        let conf = wait_for(Duration::from_secs(5), "the edit in cloud-conf", || {
+            kube.get("configmap", Some(CCM_NAMESPACE), "cloud-conf").filter(|m| {
+                m["data"]["cloud.conf"].as_str().unwrap().contains(&format!("lb-method = {method}"))
+            })
+        });
+        let version = conf["metadata"]["resourceVersion"].clone();
+        wait_for_or(Duration::from_secs(10), "the CCM reloaded the edit", &log, || {
+            (reloads(&kube) > applied).then_some(())
+        });
+        let took = edited.elapsed();
+        assert!(took < Duration::from_secs(10), "{method}: reloaded {took:?} after the edit");
+        let now = running_pod(&kube, &node).expect("the CCM's pod still Running");
+        let annotations = &now["metadata"]["annotations"];
+        assert_eq!(annotations["mounted.ccm-assets.io/cloud-conf"], version, "{annotations}");
+        assert_eq!(now["metadata"]["uid"], pod["metadata"]["uid"], "the pod was replaced");
+        let restarts = &now["status"]["containerStatuses"][0]["restartCount"];
+        assert_eq!(restarts, &pod["status"]["containerStatuses"][0]["restartCount"], "{}", log());
+    }
     drop(operator);
     drop(installed);
+}
+
+/// `config` with `[LoadBalancer] lb-method = method` (the section added when it has none).
+fn with_lb_method(config: &str, method: &str) -> String {
+    let kept: Vec<&str> = config.lines().filter(|l| !l.starts_with("lb-method")).collect();
+    let config = kept.join("\n") + "\n";
+    let line = format!("lb-method = {method}\n");
+    match config.contains("[LoadBalancer]\n") {
+        true => config.replace("[LoadBalancer]\n", &format!("[LoadBalancer]\n{line}")),
+        false => format!("{config}\n[LoadBalancer]\n{line}"),
+    }
+}
+
+/// How many cloud config changes the CCM's pod has logged as applied.
+fn reloads(kube: &KubeStack) -> usize {
+    let selector = format!("app={DEPLOYMENT}");
+    let out = kube.run(&["logs", "-n", CCM_NAMESPACE, "-l", &selector, "--tail=-1"], None);
+    out.matches("cloud config changed: applied").count()
 }
 
 /// The Running pod of the CCM's Deployment on `node`.

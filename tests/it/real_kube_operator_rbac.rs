@@ -52,7 +52,7 @@ fn granted() -> Vec<(&'static str, &'static str, &'static str, &'static [&'stati
         ("", "rbac.authorization.k8s.io", "clusterrolebindings", WRITE),
         ("openshift-config", "", "configmaps", READ),
         ("kube-system", "", "secrets", READ),
-        (CCM, "", "pods", &["list", "watch"][..]),
+        (CCM, "", "pods", &["list", "watch", "patch"][..]),
         (NAMESPACE, "coordination.k8s.io", "leases", &["get", "create", "update"][..]),
         (NAMESPACE, "events.k8s.io", "events", &["create", "patch"][..]),
     ];
