@@ -25,9 +25,11 @@
 //! test shares them). Prints the figures; a release build also writes
 //! `target/bench/operator.json`.
 
+#[path = "operator/setup.rs"]
+mod setup;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
@@ -38,13 +40,14 @@ use kube::api::{
 };
 use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::{Value, json};
-use testkit::kube_stack::{AuditLog, KubeStack, request};
+use testkit::create::CreateManifests;
+use testkit::kube_stack::{AuditLog, request};
 
-const CCM_NAMESPACE: &str = "openshift-cloud-controller-manager";
-const OPERATOR_NAMESPACE: &str = "openshift-cloud-controller-manager-operator";
-const CONFIG_NAMESPACE: &str = "openshift-config";
-const DEPLOYMENT: &str = "openstack-cloud-controller-manager";
-const LEASE: &str = "ccm-assets-operator";
+use setup::{
+    CCM_NAMESPACE, CONFIG_NAMESPACE, Cluster, DEPLOYMENT, OPERATOR_NAMESPACE, Operator, env_number,
+    millis, percentile,
+};
+
 /// The operator's user: its requests are the audit log's events with this `user.username`.
 const USER: &str = "ccm-assets-operator-bench";
 /// The benchmark's own user once the cluster is set up (its edits and other ConfigMaps).
@@ -70,7 +73,8 @@ fn main() {
     };
     let bin = std::env::var_os("CCM_BENCH_BIN")
         .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ccm-assets")), PathBuf::from);
-    let cluster = Cluster::new(&bin);
+    let example = testkit::repo().join("assets/examples/openstack");
+    let cluster = Cluster::new(&bin, &example, &CreateManifests::offline(), None, |_| {});
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -107,223 +111,6 @@ struct Counts {
     edits: usize,
     events: usize,
     idle: Duration,
-}
-
-/// A number from the environment, else `default`.
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// The generated OpenStack example put in the cluster as an installer would; everything is
-/// deleted on drop.
-struct Cluster {
-    stack: KubeStack,
-    dir: tempfile::TempDir,
-}
-
-impl Cluster {
-    fn new(bin: &Path) -> Cluster {
-        let stack = KubeStack::load();
-        stack.install_crds();
-        let cluster = Cluster { stack, dir: tempfile::tempdir().expect("tempdir") };
-        let generated = cluster.generate(bin);
-        cluster.wait_until_unused();
-        cluster.clean();
-        for namespace in [CONFIG_NAMESPACE, OPERATOR_NAMESPACE] {
-            cluster.stack.run(&["create", "namespace", namespace], None);
-        }
-        let read = |rel: &str| {
-            std::fs::read_to_string(generated.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-        };
-        for file in ["manifests/cloud-provider-config.yaml", "openshift/99_cloud-creds-secret.yaml"]
-        {
-            cluster.apply(&read(file));
-        }
-        let infra: Value =
-            serde_saphyr::from_str(&read("manifests/cluster-infrastructure-02-config.yml"))
-                .expect("the Infrastructure is YAML");
-        cluster.apply(&infra.to_string());
-        cluster.stack.run(
-            &[
-                "apply",
-                "--server-side",
-                "--subresource=status",
-                "--field-manager=installer",
-                "-f",
-                "-",
-            ],
-            Some(&infra.to_string()),
-        );
-        let network = json!({"apiVersion": "config.openshift.io/v1", "kind": "Network",
-            "metadata": {"name": "cluster"},
-            "spec": {"clusterNetwork": [{"cidr": "10.128.0.0/14", "hostPrefix": 23}],
-                     "serviceNetwork": ["172.30.0.0/16"], "networkType": "OVNKubernetes"}});
-        cluster.apply(&network.to_string());
-        let proxy = json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy",
-            "metadata": {"name": "cluster"}, "spec": {}});
-        cluster.apply(&proxy.to_string());
-        cluster
-    }
-
-    /// `create manifests --offline` of the OpenStack example; its asset directory.
-    fn generate(&self, bin: &Path) -> PathBuf {
-        let assets = self.dir.path().join("cluster");
-        let home = self.dir.path().join("home");
-        std::fs::create_dir_all(&assets).expect("asset dir");
-        std::fs::create_dir_all(&home).expect("home");
-        let example = testkit::repo().join("assets/examples/openstack");
-        for entry in std::fs::read_dir(&example).expect("assets/examples/openstack") {
-            let entry = entry.expect("an entry");
-            std::fs::copy(entry.path(), assets.join(entry.file_name())).expect("copy the example");
-        }
-        let args = testkit::create::CreateManifests::offline()
-            .args(assets.to_str().expect("a UTF-8 temp path"));
-        let out = Command::new(bin)
-            .args(&args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("OS_CLIENT_CONFIG_FILE", assets.join("clouds.yaml"))
-            .output()
-            .expect("ccm-assets runs");
-        assert!(
-            out.status.success(),
-            "create manifests failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assets
-    }
-
-    fn apply(&self, text: &str) {
-        self.stack
-            .run(&["apply", "--server-side", "--field-manager=installer", "-f", "-"], Some(text));
-    }
-
-    /// The objects with fixed names that an operator test (tests/it/real_kube_operator.rs) also
-    /// uses, by resourceVersion ("-" when absent).
-    fn fingerprint(&self) -> Vec<String> {
-        [
-            ("lease", Some(OPERATOR_NAMESPACE), LEASE),
-            ("infrastructures.config.openshift.io", None, "cluster"),
-            ("clusteroperators.config.openshift.io", None, "cloud-controller-manager"),
-            ("configmap", Some(CCM_NAMESPACE), "cloud-conf"),
-            ("namespace", None, CONFIG_NAMESPACE),
-        ]
-        .into_iter()
-        .map(|(kind, namespace, name)| match self.stack.get(kind, namespace, name) {
-            Some(object) => object["metadata"]["resourceVersion"].as_str().unwrap_or("?").into(),
-            None => "-".to_owned(),
-        })
-        .collect()
-    }
-
-    /// Waits while something else writes those objects (an operator test runs: its operator
-    /// renews the Lease every second); objects nothing has written for 8 s are a dead run's,
-    /// and are deleted by the clean that follows.
-    fn wait_until_unused(&self) {
-        let start = Instant::now();
-        loop {
-            let before = self.fingerprint();
-            if before.iter().all(|v| v == "-") {
-                return;
-            }
-            std::thread::sleep(Duration::from_secs(8));
-            if self.fingerprint() == before {
-                return;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(1200),
-                "another run has used the operator's objects for 20 minutes"
-            );
-            eprintln!("operator: another run is using the cluster's operator objects; waiting");
-        }
-    }
-
-    /// Deletes what the run made (and what an earlier run left), as the tests' `Installed::clean`.
-    fn clean(&self) {
-        let gone = ["--ignore-not-found", "--wait=true", "--timeout=60s"];
-        for (kind, name) in [
-            ("infrastructures.config.openshift.io", "cluster"),
-            ("networks.config.openshift.io", "cluster"),
-            ("proxies.config.openshift.io", "cluster"),
-            ("clusteroperators.config.openshift.io", "cloud-controller-manager"),
-            ("clusterrole", DEPLOYMENT),
-            ("clusterrolebinding", DEPLOYMENT),
-            ("namespace", CCM_NAMESPACE),
-            ("namespace", OPERATOR_NAMESPACE),
-            ("namespace", CONFIG_NAMESPACE),
-        ] {
-            self.stack.run(&[&["delete", kind, name][..], &gone[..]].concat(), None);
-        }
-        self.stack.run(
-            &[&["delete", "secret", "-n", "kube-system", "openstack-credentials"][..], &gone[..]]
-                .concat(),
-            None,
-        );
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.clean();
-    }
-}
-
-/// A running `ccm-assets operator`, stopped on drop; its log in a file.
-struct Operator {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Operator {
-    fn start(bin: &Path, kubeconfig: &Path, dir: &Path) -> Operator {
-        let log = dir.join("operator.log");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let child = Command::new(bin)
-            .args(["operator", "--kubeconfig"])
-            .arg(kubeconfig)
-            .args(["--health-addr", &format!("127.0.0.1:{port}")])
-            .args(["--system-ca-bundle", "/nonexistent", "--leader-elect-retry-period", "1s"])
-            .env_remove("KUBECONFIG")
-            .env("POD_NAME", "operator-bench")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("ccm-assets runs");
-        Operator { child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// `VmRSS`, `RssAnon` and `RssFile` from /proc, in KiB.
-    fn rss(&self) -> Value {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        let field = |name: &str| -> u64 {
-            let line = status.lines().find(|l| l.starts_with(name)).unwrap_or_default();
-            line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).unwrap_or(0)
-        };
-        json!({"VmRSS": field("VmRSS:"), "RssAnon": field("RssAnon:"), "RssFile": field("RssFile:")})
-    }
-}
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        // SIGTERM releases the Lease; killed if it has not stopped within 10 s.
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let start = Instant::now();
-        while matches!(self.child.try_wait(), Ok(None)) && start.elapsed() < Duration::from_secs(10)
-        {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The operator's requests in an audit log, split into the Lease's and the rest. A watch is
@@ -429,15 +216,6 @@ fn watch_cloud_conf(
         }
     });
     receiver
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-fn millis(seconds: f64) -> f64 {
-    (seconds * 10_000.0).round() / 10.0
 }
 
 /// The requests of a phase as figures: each `verb resource` per `per` (an edit, a period).

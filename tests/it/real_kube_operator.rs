@@ -53,44 +53,8 @@ impl Installed {
         stack.install_crds();
         let installed = Installed { stack, test };
         installed.clean();
-        for namespace in ["openshift-config", OPERATOR_NAMESPACE] {
-            installed.stack.run(&["create", "namespace", namespace], None);
-        }
-        for file in ["manifests/cloud-provider-config.yaml", "openshift/99_cloud-creds-secret.yaml"]
-        {
-            installed.apply(&installed.test.read(file));
-        }
-        let mut infra: Value = serde_saphyr::from_str(
-            &installed.test.read("manifests/cluster-infrastructure-02-config.yml"),
-        )
-        .unwrap();
-        edit_infra(&mut infra);
-        installed.apply(&infra.to_string());
-        installed.stack.run(
-            &[
-                "apply",
-                "--server-side",
-                "--subresource=status",
-                "--field-manager=installer",
-                "-f",
-                "-",
-            ],
-            Some(&infra.to_string()),
-        );
-        let network = json!({"apiVersion": "config.openshift.io/v1", "kind": "Network",
-            "metadata": {"name": "cluster"},
-            "spec": {"clusterNetwork": [{"cidr": "10.128.0.0/14", "hostPrefix": 23}],
-                     "serviceNetwork": ["172.30.0.0/16"], "networkType": "OVNKubernetes"}});
-        installed.apply(&network.to_string());
-        let proxy = json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy",
-            "metadata": {"name": "cluster"}, "spec": {}});
-        installed.apply(&proxy.to_string());
+        testkit::installer::install(&installed.stack, &|rel| installed.test.read(rel), edit_infra);
         installed
-    }
-
-    fn apply(&self, text: &str) {
-        self.stack
-            .run(&["apply", "--server-side", "--field-manager=installer", "-f", "-"], Some(text));
     }
 
     /// The generated file `rel` as JSON.
@@ -100,25 +64,7 @@ impl Installed {
 
     /// Deletes whatever an earlier run left.
     fn clean(&self) {
-        let gone = ["--ignore-not-found", "--wait=true", "--timeout=60s"];
-        for (kind, name) in [
-            ("infrastructures.config.openshift.io", "cluster"),
-            ("networks.config.openshift.io", "cluster"),
-            ("proxies.config.openshift.io", "cluster"),
-            ("clusteroperators.config.openshift.io", "cloud-controller-manager"),
-            ("clusterrole", "openstack-cloud-controller-manager"),
-            ("clusterrolebinding", "openstack-cloud-controller-manager"),
-            ("namespace", CCM_NAMESPACE),
-            ("namespace", OPERATOR_NAMESPACE),
-            ("namespace", "openshift-config"),
-        ] {
-            self.stack.run(&[&["delete", kind, name][..], &gone[..]].concat(), None);
-        }
-        self.stack.run(
-            &[&["delete", "secret", "-n", "kube-system", "openstack-credentials"][..], &gone[..]]
-                .concat(),
-            None,
-        );
+        testkit::installer::clean(&self.stack);
     }
 
     fn get(&self, resource: &str, namespace: Option<&str>, name: &str) -> Option<Value> {

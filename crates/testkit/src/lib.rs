@@ -14,6 +14,8 @@
 //!  kube_stack      the real Kubernetes of scripts/kube-up.sh (CCM_KUBE_ENV), its audit log
 //!  heartbeat       a test's Nodes kept Ready on that cluster (their Leases renewed)
 //!  image           the image of scripts/image.sh, imported into the cluster's containerd
+//!  installer       generated files put in that cluster as an installer would, for the operator
+//!  ccm_pod         the operator's CCM run as a pod on a cloud node with a real server
 //!  kube_front      a slow HTTP front for either API server: delays the answers a test chooses
 //!  signal          a signal sent the moment a test chooses, without the delay of kill(1)
 //!  mount           a ConfigMap volume as the kubelet lays it out and swaps it on an update
@@ -22,11 +24,13 @@
 //! Helpers panic with a message that says how to fix the setup: a missing tool or stack fails
 //! the test that needs it, never skips it.
 
+pub mod ccm_pod;
 pub mod cluster;
 pub mod create;
 pub mod heartbeat;
 pub mod image;
 pub mod install_config;
+pub mod installer;
 pub mod kube;
 pub mod kube_front;
 pub mod kube_stack;
