@@ -131,6 +131,8 @@ else
     scripts/bench.sh --live-config --quick
     step "real Kubernetes: the operator benchmark still runs against it (2 edits, about 1 min)"
     scripts/bench.sh --operator --quick
+    step "real Kubernetes and OpenStack: the operator's CCM benchmark still runs (2 edits, about 2 min)"
+    scripts/bench.sh --operator-ccm --quick
     step "real OpenStack: the CCM from the container image initializes a real node"
     scripts/image.sh --test-openstack "$env_file"
   fi
