@@ -79,6 +79,8 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
         use_service_account_credentials: _,
         concurrent_node_syncs,
         concurrent_service_syncs,
+        openstack_requests_in_flight,
+        openstack_requests_per_second,
         load_balancer_resync_period,
         node_status_update_frequency,
         node_monitor_period,
@@ -104,7 +106,11 @@ pub async fn run(flags: Flags, env: Env) -> anyhow::Result<()> {
 
     let metrics = Metrics::shared();
     let refused = k8s::Refused::shared();
-    let cloud = OpenStack::new(metrics.clone(), timeout);
+    let limit = crate::cloud::limit::Settings {
+        in_flight: usize::try_from(openstack_requests_in_flight).unwrap_or(usize::MAX),
+        per_second: f64::from(openstack_requests_per_second),
+    };
+    let cloud = OpenStack::with_limit(metrics.clone(), timeout, limit);
     let mut tasks: JoinSet<Task> = JoinSet::new();
     if secure_port != 0 {
         let files = tls_cert_file.as_deref().zip(tls_private_key_file.as_deref());

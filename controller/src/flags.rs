@@ -141,6 +141,20 @@ pub struct Flags {
     #[arg(long = "concurrent-node-syncs", value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) concurrent_node_syncs: u32,
 
+    /// OpenStack requests in flight at once, all controllers together.
+    ///
+    /// With --openstack-requests-per-second, the one client-side limit that keeps a burst of
+    /// Services reconciled in parallel from flooding Octavia and Neutron. A request answered 429
+    /// or 503 is sent again after the answer's Retry-After, else a jittered backoff (1 s, 2 s,
+    /// 4 s, 8 s).
+    #[arg(long = "openstack-requests-in-flight", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) openstack_requests_in_flight: u32,
+
+    /// OpenStack requests a second, all controllers together (bursts of up to one second's
+    /// worth).
+    #[arg(long = "openstack-requests-per-second", value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) openstack_requests_per_second: u32,
+
     /// Services whose load balancers are reconciled in parallel.
     #[arg(long = "concurrent-service-syncs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) concurrent_service_syncs: u32,

@@ -33,3 +33,4 @@ pub mod metrics;
 pub mod migrate;
 pub mod reload;
 pub(crate) mod server;
+pub(crate) mod token_bucket;

@@ -5,6 +5,8 @@ use osauth::services::NETWORK;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::cloud::limit::Noted as _;
+
 /// A floating IP.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
@@ -49,7 +51,7 @@ pub(crate) async fn list(
     filter: &[(&str, &str)],
 ) -> Result<Vec<FloatingIp>, osauth::Error> {
     let root: FloatingIpsRoot =
-        session.get(NETWORK, &["floatingips"]).query(filter).fetch().await?;
+        session.get(NETWORK, &["floatingips"]).query(filter).fetched().await?;
     Ok(root.floatingips)
 }
 
@@ -75,7 +77,7 @@ pub(crate) async fn subnets(
 ) -> Result<Vec<NamedSubnet>, osauth::Error> {
     let mut query = vec![("network_id", network_id), ("fields", "id"), ("fields", "name")];
     query.extend(tag_filter);
-    let root: SubnetsRoot = session.get(NETWORK, &["subnets"]).query(&query).fetch().await?;
+    let root: SubnetsRoot = session.get(NETWORK, &["subnets"]).query(&query).fetched().await?;
     Ok(root.subnets)
 }
 
@@ -88,14 +90,14 @@ pub(crate) async fn create(
     let root: FloatingIpRoot = session
         .post(NETWORK, &["floatingips"])
         .json(&json!({ "floatingip": spec }))
-        .fetch()
+        .fetched()
         .await?;
     let mut fip = root.floatingip;
     if !tags.is_empty() {
         session
             .put(NETWORK, &["floatingips", &fip.id, "tags"])
             .json(&json!({ "tags": tags }))
-            .send()
+            .sent()
             .await?;
         fip.tags = tags.to_vec();
     }
@@ -117,11 +119,11 @@ pub(crate) async fn update(
 
 /// Adds one tag (`PUT …/tags/{tag}`): the tags already there, anyone's, stay.
 pub(crate) async fn add_tag(session: &Session, id: &str, tag: &str) -> Result<(), osauth::Error> {
-    session.put(NETWORK, &["floatingips", id, "tags", tag]).send().await.map(drop)
+    session.put(NETWORK, &["floatingips", id, "tags", tag]).sent().await.map(drop)
 }
 
 /// Releases it.
 pub(crate) async fn delete(session: &Session, id: &str) -> Result<(), osauth::Error> {
-    session.delete(NETWORK, &["floatingips", id]).send().await?;
+    session.delete(NETWORK, &["floatingips", id]).sent().await?;
     Ok(())
 }

@@ -4,6 +4,8 @@ use osauth::Session;
 use osauth::services::NETWORK;
 use serde::Deserialize;
 
+use crate::cloud::limit::Noted as _;
+
 /// A Neutron port.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
@@ -47,7 +49,7 @@ pub(crate) async fn list_ports(
 ) -> Result<Vec<Port>, osauth::Error> {
     let mut query: Vec<(&str, &str)> = device_ids.iter().map(|id| ("device_id", *id)).collect();
     query.extend(FIELDS.iter().map(|f| ("fields", *f)));
-    let root: PortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetch().await?;
+    let root: PortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetched().await?;
     Ok(root.ports)
 }
 
@@ -58,7 +60,7 @@ pub(crate) async fn ports_with_ip(
 ) -> Result<Vec<Port>, osauth::Error> {
     let filter = format!("ip_address={address}");
     let root: PortsRoot =
-        session.get(NETWORK, &["ports"]).query(&[("fixed_ips", filter.as_str())]).fetch().await?;
+        session.get(NETWORK, &["ports"]).query(&[("fixed_ips", filter.as_str())]).fetched().await?;
     Ok(root.ports)
 }
 
@@ -84,11 +86,11 @@ pub(crate) async fn ports_named(
     name: &str,
 ) -> Result<Vec<OwnedPort>, osauth::Error> {
     let query = [("name", name), ("fields", "id"), ("fields", "name"), ("fields", "device_owner")];
-    let root: OwnedPortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetch().await?;
+    let root: OwnedPortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetched().await?;
     Ok(root.ports)
 }
 
 /// Deletes a port.
 pub(crate) async fn delete_port(session: &Session, id: &str) -> Result<(), osauth::Error> {
-    session.delete(NETWORK, &["ports", id]).send().await.map(drop)
+    session.delete(NETWORK, &["ports", id]).sent().await.map(drop)
 }

@@ -6,6 +6,8 @@ use osauth::services::COMPUTE;
 use osauth::{ApiVersion, Session};
 use serde::Deserialize;
 
+use crate::cloud::limit::Noted as _;
+
 /// The microversion that embeds the flavor (with `original_name`) in the server body.
 pub(crate) const MICROVERSION: ApiVersion = ApiVersion(2, 47);
 
@@ -121,7 +123,7 @@ struct FlavorBody {
 /// `GET /servers/{id}`.
 pub(crate) async fn get_server(session: &Session, id: &str) -> Result<Server, osauth::Error> {
     let root: ServerRoot =
-        session.get(COMPUTE, &["servers", id]).api_version(MICROVERSION).fetch().await?;
+        session.get(COMPUTE, &["servers", id]).api_version(MICROVERSION).fetched().await?;
     Ok(root.server)
 }
 
@@ -135,7 +137,7 @@ pub(crate) async fn find_servers_by_name(
         .get(COMPUTE, &["servers", "detail"])
         .api_version(MICROVERSION)
         .query(&[("name", pattern.as_str())])
-        .fetch()
+        .fetched()
         .await?;
     Ok(root.servers.into_iter().filter(|s| s.name == name).collect())
 }
@@ -157,14 +159,14 @@ pub(crate) async fn servers_page<T: serde::de::DeserializeOwned + Send>(
         .get(COMPUTE, &["servers", "detail"])
         .api_version(MICROVERSION)
         .query(&query)
-        .fetch()
+        .fetched()
         .await?;
     Ok(root.servers)
 }
 
 /// `GET /flavors/{id}` → name (only for Nova older than 2.47).
 pub(crate) async fn flavor_name(session: &Session, id: &str) -> Result<String, osauth::Error> {
-    let root: FlavorRoot = session.get(COMPUTE, &["flavors", id]).fetch().await?;
+    let root: FlavorRoot = session.get(COMPUTE, &["flavors", id]).fetched().await?;
     Ok(root.flavor.name)
 }
 

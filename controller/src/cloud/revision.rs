@@ -9,6 +9,8 @@ use osauth::{ErrorKind, ServiceRequestBuilder};
 use reqwest::StatusCode;
 use serde::Deserialize;
 
+use crate::cloud::limit::Noted as _;
+
 use super::{Error, OpenStack, Result};
 
 /// The marker of a write Neutron refused because the object's revision moved (412): only
@@ -58,7 +60,7 @@ where
     let what = format!("port {id}");
     let root: PortRoot<T> = cloud
         .call("network", "port_get", &what, |s| async move {
-            s.get(NETWORK, &["ports", id]).query(fields).fetch().await
+            s.get(NETWORK, &["ports", id]).query(fields).fetched().await
         })
         .await?;
     Ok(root.port)
@@ -75,6 +77,7 @@ pub(crate) async fn guarded<T: serde::de::DeserializeOwned + Send>(
         None => request,
     };
     let response = request.send_unchecked().await?;
+    crate::cloud::limit::note(&response);
     if response.status() == StatusCode::PRECONDITION_FAILED {
         let text = response.text().await.unwrap_or_default();
         return Err(osauth::Error::new(STALE_KIND, format!("revision changed: {text}")));

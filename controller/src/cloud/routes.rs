@@ -10,6 +10,8 @@ use osauth::services::NETWORK;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::cloud::limit::Noted as _;
+
 use super::neutron::FixedIp;
 pub use super::revision::Written;
 use super::revision::{guarded, stale_to_written};
@@ -193,14 +195,14 @@ async fn extraroutes(
     routes: &[ExtraRoute],
 ) -> Result<(), osauth::Error> {
     let body = json!({"router": {"routes": routes}});
-    session.put(NETWORK, &["routers", router, action]).json(&body).send().await.map(drop)
+    session.put(NETWORK, &["routers", router, action]).json(&body).sent().await.map(drop)
 }
 
 impl Routes for OpenStack {
     async fn route_support(&self) -> Result<Support> {
         let root: ExtensionsRoot = self
             .call("network", "extension_list", "Neutron extensions", |s| async move {
-                s.get(NETWORK, &["extensions"]).fetch().await
+                s.get(NETWORK, &["extensions"]).fetched().await
             })
             .await?;
         Ok(Support::from_aliases(root.extensions.iter().map(|e| e.alias.as_str())))
@@ -210,7 +212,7 @@ impl Routes for OpenStack {
         let what = format!("router {id}");
         let root: RouterRoot = self
             .call("network", "router_get", &what, |s| async move {
-                s.get(NETWORK, &["routers", id]).query(&ROUTER_FIELDS).fetch().await
+                s.get(NETWORK, &["routers", id]).query(&ROUTER_FIELDS).fetched().await
             })
             .await?;
         Ok(root.router)
@@ -261,7 +263,7 @@ impl Routes for OpenStack {
                         let mut query: Vec<(&str, &str)> =
                             filter.iter().map(|f| ("fixed_ips", f.as_str())).collect();
                         query.extend(PORT_FIELDS);
-                        s.get(NETWORK, &["ports"]).query(&query).fetch().await
+                        s.get(NETWORK, &["ports"]).query(&query).fetched().await
                     }
                 })
                 .await?;

@@ -8,6 +8,8 @@ use osauth::services::NETWORK;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::cloud::limit::Noted as _;
+
 use super::revision::{Written, guarded, stale_to_written};
 use super::{OpenStack, Result};
 
@@ -170,7 +172,7 @@ async fn ports(
 ) -> Result<Vec<MemberPort>, osauth::Error> {
     let mut query: Vec<(&str, &str)> = filter.iter().map(|(k, v)| (*k, v.as_str())).collect();
     query.extend(PORT_FIELDS);
-    let root: PortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetch().await?;
+    let root: PortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetched().await?;
     Ok(root.ports)
 }
 
@@ -178,7 +180,7 @@ async fn ports(
 /// else has tagged yet).
 async fn put_tags(session: &Session, id: &str, tags: &[String]) -> Result<(), osauth::Error> {
     let body = json!({ "tags": tags });
-    session.put(NETWORK, &["security-groups", id, "tags"]).json(&body).send().await.map(drop)
+    session.put(NETWORK, &["security-groups", id, "tags"]).json(&body).sent().await.map(drop)
 }
 
 impl SecurityGroups for OpenStack {
@@ -186,7 +188,7 @@ impl SecurityGroups for OpenStack {
         let what = format!("security groups named {name:?}");
         self.call("network", "security_group_list", &what, |s| async move {
             let root: GroupsRoot =
-                s.get(NETWORK, &["security-groups"]).query(&[("name", name)]).fetch().await?;
+                s.get(NETWORK, &["security-groups"]).query(&[("name", name)]).fetched().await?;
             Ok(root.security_groups)
         })
         .await
@@ -201,7 +203,8 @@ impl SecurityGroups for OpenStack {
         let what = format!("security group {name:?}");
         self.call("network", "security_group_create", &what, |s| async move {
             let body = json!({"security_group": {"name": name, "description": description}});
-            let root: GroupRoot = s.post(NETWORK, &["security-groups"]).json(&body).fetch().await?;
+            let root: GroupRoot =
+                s.post(NETWORK, &["security-groups"]).json(&body).fetched().await?;
             let mut group = root.security_group;
             put_tags(&s, &group.id, tags).await?;
             group.tags = tags.to_vec();
@@ -214,7 +217,7 @@ impl SecurityGroups for OpenStack {
         for tag in tags {
             let what = format!("tag {tag:?} of security group {id}");
             self.call("network", "security_group_tag", &what, |s| async move {
-                s.put(NETWORK, &["security-groups", id, "tags", tag]).send().await.map(drop)
+                s.put(NETWORK, &["security-groups", id, "tags", tag]).sent().await.map(drop)
             })
             .await?;
         }
@@ -224,7 +227,7 @@ impl SecurityGroups for OpenStack {
     async fn delete_security_group(&self, id: &str) -> Result<()> {
         let what = format!("security group {id}");
         self.call("network", "security_group_delete", &what, |s| async move {
-            s.delete(NETWORK, &["security-groups", id]).send().await.map(drop)
+            s.delete(NETWORK, &["security-groups", id]).sent().await.map(drop)
         })
         .await
     }
@@ -236,7 +239,7 @@ impl SecurityGroups for OpenStack {
                 .map_err(|e| osauth::Error::new(osauth::ErrorKind::InvalidInput, e.to_string()))?;
             body["security_group_id"] = json!(group_id);
             let body = json!({ "security_group_rule": body });
-            s.post(NETWORK, &["security-group-rules"]).json(&body).send().await.map(drop)
+            s.post(NETWORK, &["security-group-rules"]).json(&body).sent().await.map(drop)
         })
         .await
     }
@@ -244,7 +247,7 @@ impl SecurityGroups for OpenStack {
     async fn delete_rule(&self, id: &str) -> Result<()> {
         let what = format!("security group rule {id}");
         self.call("network", "security_group_rule_delete", &what, |s| async move {
-            s.delete(NETWORK, &["security-group-rules", id]).send().await.map(drop)
+            s.delete(NETWORK, &["security-group-rules", id]).sent().await.map(drop)
         })
         .await
     }
@@ -254,7 +257,7 @@ impl SecurityGroups for OpenStack {
         self.call("network", "security_group_rule_list", &what, |s| async move {
             let query = [("remote_group_id", group_id)];
             let root: RulesRoot =
-                s.get(NETWORK, &["security-group-rules"]).query(&query).fetch().await?;
+                s.get(NETWORK, &["security-group-rules"]).query(&query).fetched().await?;
             Ok(root.security_group_rules)
         })
         .await
@@ -311,7 +314,7 @@ impl SecurityGroups for OpenStack {
         self.call("network", "subnet_list", &what, |s| async move {
             let mut query: Vec<(&str, &str)> = ids.iter().map(|id| ("id", id.as_str())).collect();
             query.extend([("fields", "id"), ("fields", "cidr")]);
-            let root: SubnetsRoot = s.get(NETWORK, &["subnets"]).query(&query).fetch().await?;
+            let root: SubnetsRoot = s.get(NETWORK, &["subnets"]).query(&query).fetched().await?;
             Ok(root.subnets)
         })
         .await

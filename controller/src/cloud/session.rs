@@ -10,6 +10,7 @@ use osauth::{ErrorKind, Session};
 use tokio::sync::Notify;
 
 use super::auth::connect;
+use super::limit::{self, Limit};
 use super::{
     Cloud, Error, Instance, Lookup, PORTS_PER_REQUEST, Port, Result, Server, ServerState, neutron,
     nova,
@@ -38,6 +39,8 @@ pub struct OpenStack {
     state: Mutex<State>,
     changed: Notify,
     flavors: Mutex<HashMap<String, String>>,
+    /// Every request's turn ([`limit`]), shared by all controllers.
+    limit: Limit,
 }
 
 impl std::fmt::Debug for OpenStack {
@@ -47,8 +50,18 @@ impl std::fmt::Debug for OpenStack {
 }
 
 impl OpenStack {
-    /// A client with no credentials yet; `request_timeout` bounds every HTTP call.
+    /// A client with no credentials yet; `request_timeout` bounds every HTTP call; the
+    /// default request limit.
     pub fn new(metrics: Arc<Metrics>, request_timeout: Duration) -> Arc<Self> {
+        OpenStack::with_limit(metrics, request_timeout, limit::Settings::default())
+    }
+
+    /// [`OpenStack::new`] with a request limit of its own.
+    pub fn with_limit(
+        metrics: Arc<Metrics>,
+        request_timeout: Duration,
+        limit: limit::Settings,
+    ) -> Arc<Self> {
         Arc::new(OpenStack {
             metrics,
             timeout: Mutex::new(request_timeout),
@@ -60,6 +73,7 @@ impl OpenStack {
             }),
             changed: Notify::new(),
             flavors: Mutex::new(HashMap::new()),
+            limit: Limit::new(limit),
         })
     }
 
@@ -234,14 +248,37 @@ impl OpenStack {
                 })
             }
         };
-        let mut result = bounded(session.clone()).await;
-        if matches!(&result, Err(e) if e.kind() == ErrorKind::AuthenticationFailed) {
-            let mut fresh = session;
-            match fresh.refresh().await {
-                Ok(()) => result = bounded(fresh).await,
-                Err(e) => result = Err(e),
+        let attempt = async |session: Session| {
+            let mut result = bounded(session.clone()).await;
+            if matches!(&result, Err(e) if e.kind() == ErrorKind::AuthenticationFailed) {
+                let mut fresh = session;
+                match fresh.refresh().await {
+                    Ok(()) => result = bounded(fresh).await,
+                    Err(e) => result = Err(e),
+                }
             }
-        }
+            result
+        };
+        // Each attempt waits for the shared limit; a throttled one is sent again later.
+        let mut backoff = limit::Backoff::default();
+        let result = loop {
+            let (result, throttled) = {
+                let _turn = self.limit.acquire().await;
+                limit::observe(attempt(session.clone())).await
+            };
+            let (Err(_), Some(throttled)) = (&result, throttled) else { break result };
+            let Some(wait) = backoff.next_wait() else { break result };
+            let wait = throttled.retry_after.unwrap_or(wait);
+            self.metrics.call(service, operation, "throttled", started.elapsed());
+            tracing::debug!(
+                service,
+                operation,
+                status = throttled.status,
+                ?wait,
+                "throttled; sending it again"
+            );
+            tokio::time::sleep(wait).await;
+        };
         let result = result.map_err(|source| match source.kind() {
             ErrorKind::ResourceNotFound => Error::NotFound { what: what.to_owned() },
             ErrorKind::AuthenticationFailed => Error::Auth(source),

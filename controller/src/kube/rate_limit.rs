@@ -12,10 +12,10 @@
 use std::future::Future as _;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
-
 use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
+
+use crate::token_bucket::Bucket;
 
 /// client-go's `rest.DefaultQPS`, used for `--kube-api-qps=0`.
 pub(crate) const DEFAULT_QPS: f32 = 5.0;
@@ -53,37 +53,7 @@ impl<S> Layer<S> for RateLimit {
     type Service = RateLimited<S>;
 
     fn layer(&self, inner: S) -> RateLimited<S> {
-        RateLimited { inner, bucket: Bucket::new(*self), state: State::Idle }
-    }
-}
-
-/// The token bucket, with x/time/rate's arithmetic: the count may go negative, and then it is
-/// the debt of the requests already admitted, so each waiter's due time is exact.
-#[derive(Debug, Clone)]
-struct Bucket {
-    limit: RateLimit,
-    tokens: f64,
-    last: Option<Instant>,
-}
-
-impl Bucket {
-    fn new(limit: RateLimit) -> Self {
-        Bucket { limit, tokens: f64::from(limit.burst), last: None }
-    }
-
-    /// Takes one token at `now`; returns how long the request has to wait for it.
-    fn reserve(&mut self, now: Instant) -> Duration {
-        if let Some(last) = self.last {
-            let refill = now.saturating_duration_since(last).as_secs_f64() * self.limit.qps;
-            self.tokens = (self.tokens + refill).min(f64::from(self.limit.burst));
-        }
-        self.last = Some(self.last.map_or(now, |last| last.max(now)));
-        self.tokens -= 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-self.tokens / self.limit.qps)
-        }
+        RateLimited { inner, bucket: Bucket::new(self.qps, self.burst), state: State::Idle }
     }
 }
 
@@ -145,6 +115,7 @@ impl<S: Service<Req>, Req> Service<Req> for RateLimited<S> {
 #[cfg(test)]
 mod tests {
     use std::convert::Infallible;
+    use std::time::Duration;
 
     use tower::{ServiceExt as _, service_fn};
 

@@ -193,3 +193,73 @@ impl Front {
         rx
     }
 }
+
+/// A front of the real Nova whose first answers to `/servers` requests are `throttled` (a
+/// status and an optional `Retry-After`), then passes everything through, each `/servers`
+/// request held `delay`; it counts them and the most it held at once.
+pub(crate) struct ThrottlingNova {
+    pub(crate) url: String,
+    pub(crate) seen: Arc<Mutex<(usize, usize, usize)>>,
+}
+
+impl ThrottlingNova {
+    pub(crate) async fn start(
+        real: String,
+        throttled: Vec<(u16, Option<&'static str>)>,
+        delay: std::time::Duration,
+    ) -> ThrottlingNova {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = reqwest::Client::new();
+        // (requests to /servers, held now, held at most)
+        let seen = Arc::new(Mutex::new((0usize, 0usize, 0usize)));
+        let plan = Arc::new(Mutex::new(std::collections::VecDeque::from(throttled)));
+        let counts = seen.clone();
+        let app = axum::Router::new().fallback(
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let (client, real, seen, plan) =
+                    (client.clone(), real.clone(), counts.clone(), plan.clone());
+                async move {
+                    let servers = uri.path().contains("/servers");
+                    let mut out = HeaderMap::new();
+                    if servers {
+                        {
+                            let mut s = seen.lock().unwrap();
+                            s.0 += 1;
+                            s.1 += 1;
+                            s.2 = s.2.max(s.1);
+                        }
+                        tokio::time::sleep(delay).await;
+                        seen.lock().unwrap().1 -= 1;
+                        let next = plan.lock().unwrap().pop_front();
+                        if let Some((status, retry_after)) = next {
+                            if let Some(after) = retry_after {
+                                out.insert(header::RETRY_AFTER, after.parse().unwrap());
+                            }
+                            let status = StatusCode::from_u16(status).unwrap();
+                            return (status, out, Bytes::from_static(b"{\"overLimit\": {}}"));
+                        }
+                    }
+                    let url = format!(
+                        "{real}{}",
+                        uri.path_and_query().map(|p| p.as_str()).unwrap_or("/")
+                    );
+                    let mut request = client.request(method, url).body(body);
+                    for (name, value) in &headers {
+                        if name != header::HOST {
+                            request = request.header(name, value);
+                        }
+                    }
+                    let response = request.send().await.unwrap();
+                    let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
+                    let text = response.bytes().await.unwrap();
+                    let fixed =
+                        String::from_utf8_lossy(&text).replace(&real, &format!("http://{addr}"));
+                    (status, out, Bytes::from(fixed))
+                }
+            },
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        ThrottlingNova { url: format!("http://{addr}/v2.1"), seen }
+    }
+}

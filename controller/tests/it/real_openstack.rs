@@ -15,7 +15,7 @@ use occm::controllers::{Context, node};
 use occm::metrics::Metrics;
 use serde_json::json;
 
-use crate::proxy::{faulty_nova, forward};
+use crate::proxy::{ThrottlingNova, faulty_nova, forward};
 use testkit::kube::NodeFixture;
 use testkit::stack::StackEnv;
 use testkit::sweep::Sweep;
@@ -191,6 +191,43 @@ async fn real_nova_500_and_timeouts_keep_a_not_ready_node() {
     );
     let ctx = context(&fake, cloud, Metrics::shared());
     assert_eq!(lifecycle::check(&ctx, &node(&fake, "w").await).await.unwrap(), Outcome::Deleted);
+}
+
+/// Issue 40: one limit for all of the CCM's OpenStack requests. A 429 with `Retry-After: 1` and
+/// a 503 without it are each sent again (after 1 s, then after the backoff's 2 to 3 s), and the
+/// lookup ends with Nova's real answer; eight lookups at once never have more than the limit's
+/// two in flight at the front.
+#[tokio::test]
+#[ignore = "needs real OpenStack (scripts/openstack-up.sh)"]
+async fn real_nova_429_and_503_are_sent_again_and_requests_stay_within_the_limit() {
+    let env = StackEnv::load();
+    let nova_root = env["OPENSTACK_COMPUTE_URL"].trim_end_matches("/v2.1").to_owned();
+    let throttled = vec![(429, Some("1")), (503, None)];
+    let front = ThrottlingNova::start(nova_root, throttled, Duration::from_millis(200)).await;
+    let metrics = Metrics::shared();
+    let limit = occm::cloud::limit::Settings { in_flight: 2, per_second: 100.0 };
+    let cloud = OpenStack::with_limit(metrics.clone(), Duration::from_secs(30), limit);
+    cloud.set_endpoint_override("compute", &front.url);
+    cloud.set_credentials(credentials(&env, "ccm-password"));
+    tokio::spawn(cloud.clone().keep_connected());
+    wait_ready(&cloud, true).await;
+
+    let gone = Lookup::Id("00000000-0000-0000-0000-00000000dead".into());
+    let started = std::time::Instant::now();
+    let err = cloud.server(&gone).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(err.is_not_found(), "Nova's own answer after the retries: {err}");
+    assert_eq!(metrics.calls("compute", "server_get", "throttled"), 2);
+    assert_eq!(front.seen.lock().unwrap().0, 3, "two throttled answers, then Nova's");
+    // 1 s (Retry-After) + 2 to 3 s (the backoff's second wait) + three 200 ms answers.
+    assert!(took >= Duration::from_millis(3600), "sent again too early: {took:?}");
+    assert!(took < Duration::from_secs(6), "{took:?}");
+
+    let lookups = (0..8).map(|_| cloud.server(&gone));
+    let results = futures::future::join_all(lookups).await;
+    assert!(results.iter().all(|r| r.as_ref().is_err_and(cloud::Error::is_not_found)));
+    let (count, _, peak) = *front.seen.lock().unwrap();
+    assert_eq!((count, peak), (11, 2), "eight more lookups, at most two in flight");
 }
 
 #[tokio::test]

@@ -11,6 +11,8 @@ use osauth::services::{GenericService, VersionSelector};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::cloud::limit::Noted as _;
+
 mod change;
 pub(crate) mod model;
 
@@ -67,7 +69,7 @@ pub(crate) async fn load_balancer(
     id: &str,
 ) -> Result<LoadBalancer, osauth::Error> {
     let root: LoadBalancerRoot =
-        session.get(LOAD_BALANCER, &[LBAAS, "loadbalancers", id]).fetch().await?;
+        session.get(LOAD_BALANCER, &[LBAAS, "loadbalancers", id]).fetched().await?;
     Ok(root.loadbalancer)
 }
 
@@ -95,7 +97,7 @@ pub(crate) async fn listeners(
 ) -> Result<Vec<Listener>, osauth::Error> {
     let query = [("loadbalancer_id", load_balancer_id)];
     let root: ListenersRoot =
-        session.get(LOAD_BALANCER, &[LBAAS, "listeners"]).query(&query).fetch().await?;
+        session.get(LOAD_BALANCER, &[LBAAS, "listeners"]).query(&query).fetched().await?;
     Ok(root.listeners)
 }
 
@@ -106,7 +108,7 @@ pub(crate) async fn pools(
 ) -> Result<Vec<Pool>, osauth::Error> {
     let query = [("loadbalancer_id", load_balancer_id)];
     let root: PoolsRoot =
-        session.get(LOAD_BALANCER, &[LBAAS, "pools"]).query(&query).fetch().await?;
+        session.get(LOAD_BALANCER, &[LBAAS, "pools"]).query(&query).fetched().await?;
     Ok(root.pools)
 }
 
@@ -116,14 +118,14 @@ pub(crate) async fn members(
     pool_id: &str,
 ) -> Result<Vec<Member>, osauth::Error> {
     let root: MembersRoot =
-        session.get(LOAD_BALANCER, &[LBAAS, "pools", pool_id, "members"]).fetch().await?;
+        session.get(LOAD_BALANCER, &[LBAAS, "pools", pool_id, "members"]).fetched().await?;
     Ok(root.members)
 }
 
 /// `GET /lbaas/healthmonitors/{id}`.
 pub(crate) async fn monitor(session: &Session, id: &str) -> Result<HealthMonitor, osauth::Error> {
     let root: HealthMonitorRoot =
-        session.get(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).fetch().await?;
+        session.get(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).fetched().await?;
     Ok(root.healthmonitor)
 }
 
@@ -140,7 +142,7 @@ pub(crate) async fn create(
     let root: LoadBalancerRoot = session
         .post(LOAD_BALANCER, &[LBAAS, "loadbalancers"])
         .json(&create_body(spec))
-        .fetch()
+        .fetched()
         .await?;
     Ok(root.loadbalancer)
 }
@@ -150,7 +152,7 @@ pub(crate) async fn delete_cascade(session: &Session, id: &str) -> Result<(), os
     session
         .delete(LOAD_BALANCER, &[LBAAS, "loadbalancers", id])
         .query(&[("cascade", "true")])
-        .send()
+        .sent()
         .await?;
     Ok(())
 }
@@ -163,7 +165,7 @@ pub(crate) async fn load_balancers_named(
     let root: LoadBalancersRoot = session
         .get(LOAD_BALANCER, &[LBAAS, "loadbalancers"])
         .query(&[("name", name)])
-        .fetch()
+        .fetched()
         .await?;
     Ok(root.loadbalancers)
 }
@@ -194,7 +196,7 @@ pub(crate) async fn create_listener(
     let created: Created = session
         .post(LOAD_BALANCER, &[LBAAS, "listeners"])
         .json(&json!({ "listener": body }))
-        .fetch()
+        .fetched()
         .await?;
     Ok(created.listener.unwrap_or_default().id)
 }
@@ -225,14 +227,14 @@ pub(crate) async fn update_listener(
     session
         .put(LOAD_BALANCER, &[LBAAS, "listeners", id])
         .json(&json!({ "listener": body }))
-        .send()
+        .sent()
         .await?;
     Ok(())
 }
 
 /// `DELETE /lbaas/listeners/{id}`.
 pub(crate) async fn delete_listener(session: &Session, id: &str) -> Result<(), osauth::Error> {
-    session.delete(LOAD_BALANCER, &[LBAAS, "listeners", id]).send().await?;
+    session.delete(LOAD_BALANCER, &[LBAAS, "listeners", id]).sent().await?;
     Ok(())
 }
 
@@ -252,7 +254,7 @@ pub(crate) async fn create_pool(
     let created: Created = session
         .post(LOAD_BALANCER, &[LBAAS, "pools"])
         .json(&json!({ "pool": body }))
-        .fetch()
+        .fetched()
         .await?;
     Ok(created.pool.unwrap_or_default().id)
 }
@@ -265,13 +267,13 @@ pub(crate) async fn update_pool(
     name: &str,
 ) -> Result<(), osauth::Error> {
     let body = json!({"pool": {"lb_algorithm": lb_algorithm, "name": name}});
-    session.put(LOAD_BALANCER, &[LBAAS, "pools", id]).json(&body).send().await?;
+    session.put(LOAD_BALANCER, &[LBAAS, "pools", id]).json(&body).sent().await?;
     Ok(())
 }
 
 /// `DELETE /lbaas/pools/{id}` (its members and monitor go with it).
 pub(crate) async fn delete_pool(session: &Session, id: &str) -> Result<(), osauth::Error> {
-    session.delete(LOAD_BALANCER, &[LBAAS, "pools", id]).send().await?;
+    session.delete(LOAD_BALANCER, &[LBAAS, "pools", id]).sent().await?;
     Ok(())
 }
 
@@ -282,7 +284,7 @@ pub(crate) async fn replace_members(
     members: &[MemberSpec],
 ) -> Result<(), osauth::Error> {
     let body = json!({ "members": members });
-    session.put(LOAD_BALANCER, &[LBAAS, "pools", pool_id, "members"]).json(&body).send().await?;
+    session.put(LOAD_BALANCER, &[LBAAS, "pools", pool_id, "members"]).json(&body).sent().await?;
     Ok(())
 }
 
@@ -295,7 +297,7 @@ pub(crate) async fn create_monitor(
     let mut body = serde_json::to_value(spec).map_err(invalid)?;
     body["pool_id"] = json!(pool_id);
     let body = json!({ "healthmonitor": body });
-    session.post(LOAD_BALANCER, &[LBAAS, "healthmonitors"]).json(&body).send().await?;
+    session.post(LOAD_BALANCER, &[LBAAS, "healthmonitors"]).json(&body).sent().await?;
     Ok(())
 }
 
@@ -305,7 +307,7 @@ pub(crate) async fn update_load_balancer(
     id: &str,
     body: &Value,
 ) -> Result<(), osauth::Error> {
-    session.put(LOAD_BALANCER, &[LBAAS, "loadbalancers", id]).json(body).send().await?;
+    session.put(LOAD_BALANCER, &[LBAAS, "loadbalancers", id]).json(body).sent().await?;
     Ok(())
 }
 
@@ -317,13 +319,13 @@ pub(crate) async fn update_monitor(
 ) -> Result<(), osauth::Error> {
     let body = json!({"healthmonitor": {"name": spec.name, "delay": spec.delay, "timeout": spec.timeout,
         "max_retries": spec.max_retries, "max_retries_down": spec.max_retries_down}});
-    session.put(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).json(&body).send().await?;
+    session.put(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).json(&body).sent().await?;
     Ok(())
 }
 
 /// `DELETE /lbaas/healthmonitors/{id}`.
 pub(crate) async fn delete_monitor(session: &Session, id: &str) -> Result<(), osauth::Error> {
-    session.delete(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).send().await?;
+    session.delete(LOAD_BALANCER, &[LBAAS, "healthmonitors", id]).sent().await?;
     Ok(())
 }
 
