@@ -1,8 +1,8 @@
 //! One client-side limit on the CCM's OpenStack requests, shared by every controller: at most
-//! `in_flight` requests at once and `per_second` a second (a token bucket holding one second's
-//! worth, crate::token_bucket), so that a burst of Services reconciled in parallel does not flood Octavia and
-//! Neutron. Requests wait in turn: each takes its slot in the bucket's schedule when it asks,
-//! so none is starved by later ones.
+//! `in_flight` requests at once and, when set, `per_second` a second (a token bucket holding
+//! one second's worth, `crate::token_bucket`), so that a burst of Services reconciled in
+//! parallel does not flood Octavia and Neutron. Requests wait in turn: each takes its slot in
+//! the bucket's schedule when it asks, so none is starved by later ones.
 //!
 //! A request answered 429 (Too Many Requests) or 503 (Service Unavailable) was not carried
 //! out; it is sent again after the answer's `Retry-After` (in seconds, at most
@@ -36,13 +36,14 @@ pub const RETRIES: u32 = 4;
 pub struct Settings {
     /// Requests in flight at once.
     pub in_flight: usize,
-    /// Requests a second (the bucket holds one second's worth).
+    /// Requests a second (the bucket holds one second's worth); 0: no limit of the rate, the
+    /// requests in flight alone bound it.
     pub per_second: f64,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { in_flight: 16, per_second: 50.0 }
+        Settings { in_flight: 16, per_second: 0.0 }
     }
 }
 
@@ -50,25 +51,26 @@ impl Default for Settings {
 #[derive(Debug)]
 pub struct Limit {
     in_flight: Semaphore,
-    bucket: Mutex<Bucket>,
+    bucket: Option<Mutex<Bucket>>,
 }
 
 impl Limit {
-    /// A limit with these settings (at least one request in flight, 0.1 a second).
+    /// A limit with these settings (at least one request in flight).
     pub fn new(settings: Settings) -> Limit {
-        let per_second = settings.per_second.max(0.1);
+        let per_second = settings.per_second;
         // At least one token, else a rate under one a second would admit nothing.
         let burst = per_second.ceil().clamp(1.0, f64::from(u32::MAX)) as u32;
         Limit {
             in_flight: Semaphore::new(settings.in_flight.max(1)),
-            bucket: Mutex::new(Bucket::new(per_second, burst)),
+            bucket: (per_second > 0.0).then(|| Mutex::new(Bucket::new(per_second, burst))),
         }
     }
 
     /// Waits for this request's turn; it may be sent while the permit is held.
     pub async fn acquire(&self) -> SemaphorePermit<'_> {
-        let wait =
-            self.bucket.lock().unwrap_or_else(PoisonError::into_inner).reserve(Instant::now());
+        let wait = self.bucket.as_ref().map_or(Duration::ZERO, |bucket| {
+            bucket.lock().unwrap_or_else(PoisonError::into_inner).reserve(Instant::now())
+        });
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
@@ -185,6 +187,16 @@ mod tests {
         assert!(sent[..10].iter().all(|d| d.is_zero()), "{sent:?}");
         assert_eq!(sent[10], Duration::from_millis(100));
         assert_eq!(sent[29], Duration::from_millis(2000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_of_zero_limits_nothing_but_the_requests_in_flight() {
+        let limit = Limit::new(Settings { in_flight: 4, per_second: 0.0 });
+        let start = Instant::now();
+        for _ in 0..1000 {
+            let _permit = limit.acquire().await;
+        }
+        assert!(start.elapsed().is_zero());
     }
 
     #[tokio::test(start_paused = true)]

@@ -264,7 +264,8 @@ impl OpenStack {
         let result = loop {
             let (result, throttled) = {
                 let _turn = self.limit.acquire().await;
-                limit::observe(attempt(session.clone())).await
+                // Boxed: the call's future is large, and a debug build's worker stack is not.
+                limit::observe(Box::pin(attempt(session.clone()))).await
             };
             let (Err(_), Some(throttled)) = (&result, throttled) else { break result };
             let Some(wait) = backoff.next_wait() else { break result };
