@@ -42,6 +42,7 @@ use testkit::image::Image;
 use testkit::kube::is_tainted;
 use testkit::kube_stack::KubeStack;
 use testkit::stack::StackEnv;
+use testkit::wait::until;
 
 use setup::{CCM_NAMESPACE, CONFIG_NAMESPACE, Cluster, DEPLOYMENT, Operator, millis, percentile};
 
@@ -99,26 +100,26 @@ fn measure(bin: &Path, edits: usize) -> Value {
         Operator::start(bin, Path::new(&kube["KUBE_ADMIN_KUBECONFIG"]), cluster.dir.path());
     let log = || format!("{}\n{}", ccm_pod::log(&kube), operator.log());
 
-    let deployment = wait_for(Duration::from_secs(60), "the operator's Deployment", &log, || {
+    let deployment = until(Duration::from_secs(60), "the operator's Deployment", &log, || {
         kube.get("deployment", Some(CCM_NAMESPACE), DEPLOYMENT)
     });
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     ccm_pod::pin(&kube, &node.name, container["name"].as_str().expect("a container name"));
-    let pod = wait_for(Duration::from_secs(120), "the CCM's pod Running", &log, || {
+    let pod = until(Duration::from_secs(120), "the CCM's pod Running", &log, || {
         running_pod(&kube, &node.name)
     });
-    wait_for(Duration::from_secs(120), "the node initialized", &log, || {
+    until(Duration::from_secs(120), "the node initialized", &log, || {
         kube.get("node", None, &node.name).filter(|n| !is_tainted(n))
     });
 
     let namespace = kube.namespace("bench-ccm");
-    let service = Service::create(&kube, &namespace.name);
-    wait_for(Duration::from_secs(300), "the Service's ingress", &log, || {
+    let service = Service::create(&kube, &cloud, &namespace.name);
+    until(Duration::from_secs(300), "the Service's ingress", &log, || {
         let svc = kube.get("service", Some(&namespace.name), SERVICE)?;
         svc.pointer("/status/loadBalancer/ingress/0").cloned()
     });
-    let lb = wait_for(Duration::from_secs(60), "its load balancer ACTIVE", &log, || {
-        service.load_balancer(&cloud).filter(|lb| lb["provisioning_status"] == "ACTIVE")
+    let lb = until(Duration::from_secs(60), "its load balancer ACTIVE", &log, || {
+        service.load_balancer().filter(|lb| lb["provisioning_status"] == "ACTIVE")
     });
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -138,8 +139,8 @@ fn measure(bin: &Path, edits: usize) -> Value {
             panic!("edit {i} ({method}): no announcement within 60 s\n{}", log());
         };
         latencies.push(at.saturating_duration_since(edited).as_secs_f64());
-        wait_for(Duration::from_secs(60), "the pool updated and ACTIVE", &log, || {
-            service.load_balancer(&cloud).filter(|lb| {
+        until(Duration::from_secs(60), "the pool updated and ACTIVE", &log, || {
+            service.load_balancer().filter(|lb| {
                 lb["provisioning_status"] == "ACTIVE"
                     && lb["pools"]
                         .as_array()
@@ -176,23 +177,24 @@ fn measure(bin: &Path, edits: usize) -> Value {
 /// that its CCM deletes its load balancer while it runs (a load balancer left is deleted).
 struct Service {
     stack: KubeStack,
+    cloud: StackEnv,
     namespace: String,
 }
 
 impl Service {
-    fn create(kube: &KubeStack, namespace: &str) -> Service {
+    fn create(kube: &KubeStack, cloud: &StackEnv, namespace: &str) -> Service {
         let service = json!({"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": SERVICE, "namespace": namespace},
             "spec": {"type": "LoadBalancer", "selector": {"app": SERVICE},
                      "ports": [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 8080}]}});
         kube.create(&service.to_string());
-        Service { stack: kube.clone(), namespace: namespace.to_owned() }
+        Service { stack: kube.clone(), cloud: cloud.clone(), namespace: namespace.to_owned() }
     }
 
     /// Its load balancer as `openstack_scene.py loadbalancer-list` has it (the name ends in
     /// `_<namespace>_<name>`), if there is one.
-    fn load_balancer(&self, cloud: &StackEnv) -> Option<Value> {
-        let out = cloud.scene_command().arg("loadbalancer-list").output().ok()?;
+    fn load_balancer(&self) -> Option<Value> {
+        let out = self.cloud.scene_command().arg("loadbalancer-list").output().ok()?;
         let list: Value = serde_json::from_slice(&out.stdout).ok()?;
         let suffix = format!("_{}_{SERVICE}", self.namespace);
         let mut found = list
@@ -219,11 +221,10 @@ impl Drop for Service {
         if !out.is_ok_and(|o| o.status.success()) {
             eprintln!("operator_ccm: the Service was not deleted within 120 s");
         }
-        let cloud = StackEnv::load();
-        if let Some(lb) = self.load_balancer(&cloud) {
+        if let Some(lb) = self.load_balancer() {
             let id = lb["id"].as_str().unwrap_or_default();
             eprintln!("operator_ccm: its load balancer {id} is left; deleting it");
-            let _ = cloud.scene_command().args(["loadbalancer-delete", id]).status();
+            let _ = self.cloud.scene_command().args(["loadbalancer-delete", id]).status();
         }
     }
 }
@@ -276,22 +277,4 @@ async fn watch_events(kubeconfig: &Path, namespace: &str) -> mpsc::Receiver<Inst
         .expect("the Event watch listed within 30 s")
         .expect("the Event watch runs");
     receiver
-}
-
-/// Polls `probe` every 250 ms until it gives a value, for at most `limit`; panics with `what`
-/// and `context()`.
-fn wait_for<T>(
-    limit: Duration,
-    what: &str,
-    context: &dyn Fn() -> String,
-    mut probe: impl FnMut() -> Option<T>,
-) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(start.elapsed() < limit, "not within {limit:?}: {what}\n{}", context());
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }

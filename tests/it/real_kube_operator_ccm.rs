@@ -20,6 +20,7 @@ use testkit::image::Image;
 use testkit::kube::is_tainted;
 use testkit::kube_stack::KubeStack;
 use testkit::stack::StackEnv;
+use testkit::wait::until;
 
 use crate::real_kube_operator::{CCM_NAMESPACE, DEPLOYMENT, Installed, Operator, wait_for};
 use crate::support::Test;
@@ -69,7 +70,7 @@ fn real_kube_operator_deploys_a_ccm_whose_pod_initializes_a_real_node() {
         wait_for(Duration::from_secs(120), "the CCM's pod Running", || running_pod(&kube, node));
     let image_id = pod["status"]["containerStatuses"][0]["imageID"].as_str().unwrap_or_default();
     assert!(image_id.ends_with(&image.id), "{image_id} is not our image {}", image.id);
-    let initialized = wait_for_or(Duration::from_secs(120), "the node initialized", &log, || {
+    let initialized = until(Duration::from_secs(120), "the node initialized", &log, || {
         kube.get("node", None, node).filter(|n| !is_tainted(n))
     });
     assert_eq!(initialized["spec"]["providerID"], format!("openstack:///{id}"));
@@ -102,7 +103,7 @@ fn real_kube_operator_deploys_a_ccm_whose_pod_initializes_a_real_node() {
             })
         });
         let version = conf["metadata"]["resourceVersion"].clone();
-        wait_for_or(Duration::from_secs(10), "the CCM reloaded the edit", &log, || {
+        until(Duration::from_secs(10), "the CCM reloaded the edit", &log, || {
             (ccm_pod::reloads(&kube) > applied).then_some(())
         });
         let took = edited.elapsed();
@@ -116,21 +117,4 @@ fn real_kube_operator_deploys_a_ccm_whose_pod_initializes_a_real_node() {
     }
     drop(operator);
     drop(installed);
-}
-
-/// [`wait_for`] whose timeout shows `context()`.
-fn wait_for_or<T>(
-    limit: Duration,
-    what: &str,
-    context: &dyn Fn() -> String,
-    mut probe: impl FnMut() -> Option<T>,
-) -> T {
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(start.elapsed() < limit, "not within {limit:?}: {what}\n{}", context());
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }

@@ -19,6 +19,7 @@
 //!  kube_front      a slow HTTP front for either API server: delays the answers a test chooses
 //!  signal          a signal sent the moment a test chooses, without the delay of kill(1)
 //!  mount           a ConfigMap volume as the kubelet lays it out and swaps it on an update
+//!  wait            a probe polled until it answers, with context on a timeout
 //! ```
 //!
 //! Helpers panic with a message that says how to fix the setup: a missing tool or stack fails
@@ -42,6 +43,7 @@ pub mod stack;
 pub mod sweep;
 pub mod tls;
 pub mod tools;
+pub mod wait;
 
 use std::path::PathBuf;
 
