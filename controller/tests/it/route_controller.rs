@@ -366,8 +366,9 @@ async fn real_two_controllers_writing_at_once_lose_nothing() {
 }
 
 /// A front before the real Neutron that, once, lets an `add_extraroutes` through and answers
-/// 503 (the routes are there, the answer is lost) and, once, answers 503 to a port update
-/// without passing it on.
+/// 502 as a gateway that lost the answer does (the routes are there; the client's limit does
+/// not send such a write again) and, once, answers 503 to a port update without passing it on
+/// (sent again by the limit after its backoff).
 async fn flaky_neutron(real: String) -> (String, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let front = format!("http://{}", listener.local_addr().unwrap());
@@ -404,7 +405,7 @@ async fn flaky_neutron(real: String) -> (String, Arc<AtomicUsize>) {
                 let text = response.bytes().await.unwrap();
                 if path.ends_with("/add_extraroutes") && count.load(Ordering::SeqCst) == 0 {
                     count.fetch_add(1, Ordering::SeqCst);
-                    return (StatusCode::SERVICE_UNAVAILABLE, answer, Bytes::from_static(b"{}"));
+                    return (StatusCode::BAD_GATEWAY, answer, Bytes::from_static(b"{}"));
                 }
                 let fixed = String::from_utf8_lossy(&text).replace(&real, &base);
                 (status, answer, Bytes::from(fixed))
@@ -457,8 +458,8 @@ async fn real_neutron_failing_mid_batch_converges() {
     let report = route::resync(&ctx, support, &nodes(&fake).await, &mut memory).await.unwrap();
     assert_eq!((report.added, report.failed), (0, 3), "{report:?}");
     assert_eq!(condition(&fake, "f0"), Some(("True".into(), "NoRouteCreated".into())));
-    // After the backoff: the routes are found in place, the pairs made, one port update lost
-    // and made on the next retry.
+    // After the backoff: the routes are found in place and the pairs made (the port update
+    // refused with 503 was sent again by the client's limit).
     let mut converged = false;
     for _ in 0..30 {
         tokio::time::sleep(period).await;
