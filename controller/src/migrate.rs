@@ -276,7 +276,9 @@ async fn migrate(
             if let Err(error) = cloud.change(&id, &change).await {
                 return (format!("{line}: failed: {error}"), false);
             }
-            match wait::active(cloud.as_ref(), &id, wait::LIMIT).await {
+            // One rename at a time: asked for alone (no project to list).
+            let renamed = LoadBalancer { id: id.clone(), ..LoadBalancer::default() };
+            match wait::Waits::default().active(cloud.as_ref(), &renamed).await {
                 Ok(LoadBalancer { .. }) => (line, true),
                 Err(error) => (format!("{line}: failed: {error}"), false),
             }

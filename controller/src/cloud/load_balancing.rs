@@ -22,8 +22,13 @@ pub(crate) trait Octavia: Send + Sync + 'static {
         &self,
         name: &str,
     ) -> impl Future<Output = Result<Vec<LoadBalancer>>> + Send;
-    /// One load balancer (its status, for the waits).
+    /// One load balancer.
     fn load_balancer(&self, id: &str) -> impl Future<Output = Result<LoadBalancer>> + Send;
+    /// Every load balancer of a project: one list answers all the waits at once (`wait`).
+    fn load_balancers_of(
+        &self,
+        project_id: &str,
+    ) -> impl Future<Output = Result<Vec<LoadBalancer>>> + Send;
     /// Its listeners, pools, members and monitors.
     fn tree(&self, load_balancer: LoadBalancer) -> impl Future<Output = Result<Tree>> + Send;
     /// A fully-populated create.
@@ -106,6 +111,14 @@ impl Octavia for OpenStack {
         let what = format!("load balancer {id}");
         self.call(SERVICE, "loadbalancer_get", &what, |s| async move {
             octavia::load_balancer(&s, id).await
+        })
+        .await
+    }
+
+    async fn load_balancers_of(&self, project_id: &str) -> Result<Vec<LoadBalancer>> {
+        let what = format!("the load balancers of project {project_id}");
+        self.call(SERVICE, "loadbalancer_list_project", &what, |s| async move {
+            octavia::load_balancers_of(&s, project_id).await
         })
         .await
     }

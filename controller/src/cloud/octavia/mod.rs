@@ -31,6 +31,14 @@ pub(crate) const ERROR: &str = "ERROR";
 #[serde(default)]
 struct LoadBalancersRoot {
     loadbalancers: Vec<LoadBalancer>,
+    /// `rel: next` while more pages follow (Octavia's `pagination_max_limit`, 1000 by default).
+    loadbalancers_links: Vec<Link>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Link {
+    rel: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -168,6 +176,30 @@ pub(crate) async fn load_balancers_named(
         .fetched()
         .await?;
     Ok(root.loadbalancers)
+}
+
+/// Every load balancer of project `project_id`, page after page (the filter keeps an admin's
+/// credentials from listing every project's).
+pub(crate) async fn load_balancers_of(
+    session: &Session,
+    project_id: &str,
+) -> Result<Vec<LoadBalancer>, osauth::Error> {
+    let mut all = Vec::new();
+    let mut marker: Option<String> = None;
+    loop {
+        let mut query = vec![("project_id", project_id)];
+        if let Some(marker) = marker.as_deref() {
+            query.push(("marker", marker));
+        }
+        let root: LoadBalancersRoot =
+            session.get(LOAD_BALANCER, &[LBAAS, "loadbalancers"]).query(&query).fetched().await?;
+        let more = root.loadbalancers_links.iter().any(|l| l.rel == "next");
+        all.extend(root.loadbalancers);
+        match all.last() {
+            Some(last) if more => marker = Some(last.id.clone()),
+            _ => return Ok(all),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

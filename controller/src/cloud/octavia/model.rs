@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 #[serde(default)]
 pub(crate) struct LoadBalancer {
     pub(crate) id: String,
+    /// The project it is in: the waits list that project's load balancers.
+    pub(crate) project_id: String,
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) vip_address: String,

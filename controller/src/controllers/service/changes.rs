@@ -3,12 +3,11 @@
 //! the plan read from the load balancer's tree (`diff`, `hold`, an adoption's relabel), then
 //! its calls one at a time with ACTIVE between, a 409 waited out; a create, a delete.
 
-use std::time::Duration;
-
 use super::hold::{self, Held};
 use super::names::ServiceId;
 use super::ownership::{self, Maker};
-use super::{Error, Result, diff, wait};
+use super::wait::Waits;
+use super::{Error, Result, diff};
 use crate::cloud::load_balancing::Octavia;
 use crate::cloud::octavia::{ACTIVE, Change, LoadBalancer, LoadBalancerSpec};
 
@@ -49,11 +48,11 @@ impl Plan {
     }
 }
 
-/// The Octavia client and how long a load balancer may stay `PENDING_*`.
+/// The Octavia client and the waits' shared schedule.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Changes<'a, O> {
     pub(super) cloud: &'a O,
-    pub(super) wait_limit: Duration,
+    pub(super) waits: &'a Waits,
 }
 
 impl<O: Octavia> Changes<'_, O> {
@@ -62,7 +61,7 @@ impl<O: Octavia> Changes<'_, O> {
     /// Service holds on it, leaves the Service alone.
     pub(super) async fn plan(&self, lb: LoadBalancer, target: Target<'_>) -> Result<Plan> {
         let Target { spec, id, maker, keep_members, max_shared_lb } = target;
-        let lb = if lb.provisioning_status == ACTIVE { lb } else { self.active(&lb.id).await? };
+        let lb = if lb.provisioning_status == ACTIVE { lb } else { self.active(&lb).await? };
         let doing = format!("reading load balancer {}", lb.id);
         let tree = self.cloud.tree(lb.clone()).await.map_err(Error::cloud(doing))?;
         let tags = id.tags();
@@ -154,7 +153,7 @@ impl<O: Octavia> Changes<'_, O> {
                         change = change.label(),
                         "Octavia answered 409 (load balancer busy): waiting for ACTIVE to try again"
                     );
-                    self.active(&lb.id).await?;
+                    self.active(lb).await?;
                 }
                 Err(error) => {
                     let doing = format!("{} on load balancer {}", change.label(), lb.id);
@@ -162,7 +161,7 @@ impl<O: Octavia> Changes<'_, O> {
                 }
             }
         };
-        let lb = self.active(&lb.id).await?;
+        let lb = self.active(lb).await?;
         Ok((created.unwrap_or_default(), lb))
     }
 
@@ -181,7 +180,7 @@ impl<O: Octavia> Changes<'_, O> {
         let doing = format!("creating load balancer {:?}", spec.name);
         let lb = self.cloud.create(&first).await.map_err(Error::cloud(doing))?;
         tracing::info!(load_balancer = %lb.id, "load balancer created");
-        let mut lb = self.active(&lb.id).await?;
+        let mut lb = self.active(&lb).await?;
         if serial {
             for listener in &spec.listeners {
                 lb = self.apply(&lb, &Change::CreateListener(listener.clone())).await?;
@@ -195,17 +194,17 @@ impl<O: Octavia> Changes<'_, O> {
     pub(super) async fn delete(&self, lb: &LoadBalancer, why: &str) -> Result<()> {
         let doing = format!("deleting load balancer {}{why}", lb.id);
         self.cloud.delete(&lb.id).await.map_err(Error::cloud(doing))?;
-        Ok(wait::gone(self.cloud, &lb.id, self.wait_limit).await?)
+        Ok(self.waits.gone(self.cloud, lb).await?)
     }
 
-    /// Polls until load balancer `id` is ACTIVE.
-    pub(super) async fn active(&self, id: &str) -> Result<LoadBalancer> {
-        Ok(wait::active(self.cloud, id, self.wait_limit).await?)
+    /// Waits until `lb` is ACTIVE.
+    pub(super) async fn active(&self, lb: &LoadBalancer) -> Result<LoadBalancer> {
+        Ok(self.waits.active(self.cloud, lb).await?)
     }
 
-    /// Polls until load balancer `id` may be deleted (no longer `PENDING_*`).
-    pub(super) async fn settled(&self, id: &str) -> Result<LoadBalancer> {
-        Ok(wait::settled(self.cloud, id, self.wait_limit).await?)
+    /// Waits until `lb` may be deleted (no longer `PENDING_*`).
+    pub(super) async fn settled(&self, lb: &LoadBalancer) -> Result<LoadBalancer> {
+        Ok(self.waits.settled(self.cloud, lb).await?)
     }
 }
 

@@ -44,7 +44,7 @@ pub(super) async fn cleanup<L: LoadBalancing>(
         let note = format!("Deleting load balancer {lb_id}");
         ctx.event(service, EventType::Normal, "DeletingLoadBalancer", note).await;
         let lb = match lb.provisioning_status.as_str() {
-            s if s.starts_with("PENDING_") => changes.settled(&lb.id).await?,
+            s if s.starts_with("PENDING_") => changes.settled(&lb).await?,
             _ => lb,
         };
         let doing = format!("reading load balancer {}", lb.id);

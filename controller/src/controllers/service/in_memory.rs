@@ -51,13 +51,17 @@ pub(crate) struct State {
     pub(crate) conflicts: u32,
     /// Calls made on a load balancer that was not ACTIVE (refused with 409).
     pub(crate) refused: u32,
-    /// Every call, in order: `get`, `tree`, `create`, `delete` or the change's label.
+    /// Every call, in order: `get`, `list_project`, `tree`, `create`, `delete` or the
+    /// change's label.
     pub(crate) calls: Vec<String>,
     pub(crate) next_id: u32,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Memory(Mutex<State>);
+
+/// The project of the load balancers this Octavia creates.
+pub(crate) const PROJECT: &str = "project";
 
 fn conflict() -> cloud::Error {
     cloud::Error::Call {
@@ -67,6 +71,22 @@ fn conflict() -> cloud::Error {
 }
 
 impl State {
+    /// Load balancer `id` as a read sees it now; each read brings a `PENDING_*` one a step
+    /// closer to ACTIVE (or to gone, after a delete).
+    fn observe(&mut self, id: &str) -> Option<LoadBalancer> {
+        let stored = self.lbs.get_mut(id)?;
+        let seen = stored.lb.clone();
+        if stored.busy > 0 {
+            stored.busy -= 1;
+            if stored.busy == 0 && stored.lb.provisioning_status == "PENDING_DELETE" {
+                self.lbs.remove(id);
+            } else if stored.busy == 0 {
+                stored.lb.provisioning_status = ACTIVE.to_owned();
+            }
+        }
+        Some(seen)
+    }
+
     fn id(&mut self, kind: &str) -> String {
         self.next_id += 1;
         format!("{kind}-{}", self.next_id)
@@ -221,17 +241,19 @@ impl Octavia for Memory {
         let mut state = self.state();
         state.calls.push("get".into());
         let not_found = || cloud::Error::NotFound { what: format!("load balancer {id}") };
-        let stored = state.lbs.get_mut(id).ok_or_else(not_found)?;
-        let seen = stored.lb.clone();
-        if stored.busy > 0 {
-            stored.busy -= 1;
-            if stored.busy == 0 && stored.lb.provisioning_status == "PENDING_DELETE" {
-                state.lbs.remove(id);
-            } else if stored.busy == 0 {
-                stored.lb.provisioning_status = ACTIVE.to_owned();
-            }
-        }
-        Ok(seen)
+        state.observe(id).ok_or_else(not_found)
+    }
+
+    async fn load_balancers_of(&self, project_id: &str) -> cloud::Result<Vec<LoadBalancer>> {
+        let mut state = self.state();
+        state.calls.push("list_project".into());
+        let ids: Vec<String> = state
+            .lbs
+            .values()
+            .filter(|s| s.lb.project_id == project_id)
+            .map(|s| s.lb.id.clone())
+            .collect();
+        Ok(ids.iter().filter_map(|id| state.observe(id)).collect())
     }
 
     async fn tree(&self, load_balancer: LoadBalancer) -> cloud::Result<Tree> {
@@ -255,6 +277,7 @@ impl Octavia for Memory {
             name: spec.name.clone(),
             description: spec.description.clone(),
             tags: spec.tags.clone(),
+            project_id: PROJECT.to_owned(),
             provisioning_status: "PENDING_CREATE".to_owned(),
             vip_address: "10.0.0.10".to_owned(),
             ..LoadBalancer::default()
@@ -449,7 +472,7 @@ pub(crate) fn context(client: kube::Client, cloud: Arc<Memory>) -> Arc<ServiceCo
         nodes,
         cluster: "prod".into(),
         settings: tokio::sync::watch::channel(Some(Arc::new(settings))).1,
-        wait_limit: wait::LIMIT,
+        waits: wait::Waits::default(),
         failures: run::Failures::default(),
         resync: Duration::from_secs(60),
         converged: converged::Converged::default(),

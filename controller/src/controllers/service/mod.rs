@@ -120,8 +120,9 @@ pub(crate) struct ServiceContext<L> {
     /// The cloud config's `[LoadBalancer]` as it is now (`None`: `enabled = false`): a
     /// reconcile takes it at its start.
     pub(crate) settings: tokio::sync::watch::Receiver<Option<Arc<settings::LbSettings>>>,
-    /// How long a load balancer may stay `PENDING_*`.
-    pub(crate) wait_limit: std::time::Duration,
+    /// The waits for Octavia, on one schedule (and how long a load balancer may stay
+    /// `PENDING_*`).
+    pub(crate) waits: wait::Waits,
     /// Failures in a row per Service, for the backoff.
     pub(crate) failures: run::Failures,
     /// `--load-balancer-resync-period`: a converged Service is checked again after this long.
@@ -148,7 +149,7 @@ impl<L> std::fmt::Debug for ServiceContext<L> {
 impl<L: cloud::load_balancing::Octavia> ServiceContext<L> {
     /// The Octavia calls of a reconcile (`changes`).
     fn changes(&self) -> changes::Changes<'_, L> {
-        changes::Changes { cloud: self.cloud.as_ref(), wait_limit: self.wait_limit }
+        changes::Changes { cloud: self.cloud.as_ref(), waits: &self.waits }
     }
 }
 

@@ -197,7 +197,7 @@ impl Plan {
             recorder,
             cluster: self.cluster.clone(),
             settings,
-            wait_limit: super::wait::LIMIT,
+            waits: super::wait::Waits::default(),
             failures: Failures::default(),
             resync: self.resync,
             converged: super::converged::Converged::default(),
