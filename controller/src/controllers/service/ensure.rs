@@ -1,5 +1,5 @@
 //! A Service that wants a load balancer: its settings and desired tree, its own load balancer
-//! found (or made, or made again), converged, its security group and floating IP, the ingress.
+//! found (or made, or made again), converged, its floating IP, the ingress, then its security group.
 //! The Octavia calls are `changes`'; what the Service is told of them (Events) is said here.
 
 use k8s_openapi::api::core::v1::Service;
@@ -148,19 +148,21 @@ pub(super) async fn ensure<L: LoadBalancing>(
             (lb, true, true)
         }
     };
-    // With no eligible node, the group stays on the ports it is on (`hold`).
-    if conf.manage_security_groups && !keep_members {
-        let owner = security_group::Owner { service: &id, load_balancer: &spec.name };
-        security_group::ensure(ctx.cloud.as_ref(), owner, Some(&lb), &ports, &ranges, &backends)
-            .await?;
-    }
     let public = if own {
         floating::ensure(ctx.cloud.as_ref(), &lb, &id, &settings, requested).await?
     } else {
         None
     };
     let address = public.unwrap_or_else(|| lb.vip_address.clone());
+    // Ready as soon as it is true: the load balancer is ACTIVE with its listeners and its
+    // address is known; the node ports' security group follows.
     set_ingress(service, ctx, &settings, &address).await?;
+    // With no eligible node, the group stays on the ports it is on (`hold`).
+    if conf.manage_security_groups && !keep_members {
+        let owner = security_group::Owner { service: &id, load_balancer: &spec.name };
+        security_group::ensure(ctx.cloud.as_ref(), owner, Some(&lb), &ports, &ranges, &backends)
+            .await?;
+    }
     if changed {
         let note = format!("Ensured load balancer {} ({address})", lb.id);
         ctx.event(service, EventType::Normal, "EnsuredLoadBalancer", note).await;

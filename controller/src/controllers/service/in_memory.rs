@@ -398,7 +398,10 @@ impl SecurityGroups for Memory {
         _: &str,
         _: &[String],
     ) -> cloud::Result<SecurityGroup> {
-        unreachable!("the in-memory OpenStack makes no security group")
+        self.state().calls.push("security_group_create".into());
+        let refused = "403: the in-memory OpenStack makes no security group";
+        let source = osauth::Error::new(osauth::ErrorKind::AccessDenied, refused);
+        Err(cloud::Error::Call { operation: "security_group_create", source })
     }
 
     async fn add_security_group_tags(&self, _: &str, _: &[String]) -> cloud::Result<()> {
@@ -422,7 +425,8 @@ impl SecurityGroups for Memory {
     }
 
     async fn ports_with_ips(&self, _: &[String]) -> cloud::Result<Vec<MemberPort>> {
-        unreachable!("the in-memory OpenStack has no port")
+        self.state().calls.push("port_list".into());
+        Ok(Vec::new())
     }
 
     async fn ports_in_group(&self, _: &str) -> cloud::Result<Vec<MemberPort>> {
@@ -450,7 +454,21 @@ impl SecurityGroups for Memory {
 /// A service controller context on `client` and `cloud`, as the controller's own but for the
 /// settings: internal load balancers on subnet `subnet-1`, no security groups, no nodes.
 pub(crate) fn context(client: kube::Client, cloud: Arc<Memory>) -> Arc<ServiceContext<Memory>> {
-    let (nodes, _writer) = reflector::store::<CachedNode>();
+    context_with(client, cloud, &[], false)
+}
+
+/// [`context`] with `nodes` in its node cache, and security groups managed when asked.
+pub(crate) fn context_with(
+    client: kube::Client,
+    cloud: Arc<Memory>,
+    nodes: &[CachedNode],
+    manage_security_groups: bool,
+) -> Arc<ServiceContext<Memory>> {
+    let (store, mut writer) = reflector::store::<CachedNode>();
+    for node in nodes {
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(node.clone()));
+    }
+    let nodes = store;
     let defaults = Defaults {
         internal: true,
         lb_method: "ROUND_ROBIN".into(),
@@ -461,7 +479,7 @@ pub(crate) fn context(client: kube::Client, cloud: Arc<Memory>) -> Arc<ServiceCo
         defaults,
         classes: BTreeMap::new(),
         serial: false,
-        manage_security_groups: false,
+        manage_security_groups,
         max_shared_lb: 2,
     };
     Arc::new(ServiceContext {
