@@ -24,14 +24,16 @@
 #                              the same once at N = 2, debug build, no figures (scripts/test.sh
 #                              runs it against its stack)
 #   scripts/bench.sh --lb      the service controller against the real Octavia (no-op drivers)
-#                              and Neutron (cargo bench --bench load_balancers: 50 Services of 3
-#                              ports on 20 nodes; time to ingress, requests per create, per node
-#                              added, at restart and per resync; about 15 minutes). The stack as
-#                              for --real. CCM_BENCH_SERVICES and CCM_BENCH_LB_CONCURRENCY change
-#                              the Service count and --concurrent-service-syncs.
+#                              and Neutron (cargo bench --bench load_balancers: bursts of 1 and
+#                              20 Services, then 50 Services of 3 ports on 20 nodes; time to
+#                              ingress, requests and 409/429 answers per create, per node added,
+#                              at restart and per resync; 5 to 15 minutes). The stack as for
+#                              --real. CCM_BENCH_SERVICES, CCM_BENCH_BURSTS (1,20) and
+#                              CCM_BENCH_LB_CONCURRENCY change the Service counts and
+#                              --concurrent-service-syncs.
 #   scripts/bench.sh --lb --quick
-#                              the same with 2 Services, debug build, no figures (scripts/test.sh
-#                              runs it against its stack)
+#                              the same with a burst of 1 and 2 Services, debug build, no figures
+#                              (scripts/test.sh runs it against its stack)
 #   scripts/bench.sh --live-config
 #                              cloud config edits under a running CCM (cargo bench --bench
 #                              live_config: swap → first request using the new value over 20
@@ -157,7 +159,7 @@ if [ -n "$real$lb$live" ]; then
   fi
   if [ -n "$lb" ]; then
     if [ -n "$quick" ]; then
-      CCM_BENCH_SERVICES=2 CCM_BENCH_ADOPTED=1 cargo test --locked -q -p openstack-cloud-controller-manager \
+      CCM_BENCH_SERVICES=2 CCM_BENCH_ADOPTED=1 CCM_BENCH_BURSTS=1 cargo test --locked -q -p openstack-cloud-controller-manager \
         --bench load_balancers >/dev/null
       printf 'ok  load balancers against the real Octavia (2 Services)\n'
     else

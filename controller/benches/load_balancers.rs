@@ -17,7 +17,10 @@
 //!   timing: a resync round of S Services may take longer than a quiet gap would allow;
 //!
 //! then deletes every Service and waits until all are gone (each finalizer goes only after its
-//! load balancer).
+//! load balancer). Before the S Services, bursts of B Services created at once
+//! (`CCM_BENCH_BURSTS`, default `1,20`), each burst timed to every ingress, counted and deleted
+//! again before the next. Every phase also counts the answers 409 (a load balancer busy) and
+//! 429 (throttled).
 
 // scale/real.rs also boots servers, which this benchmark does not use.
 #![allow(dead_code)]
@@ -85,9 +88,73 @@ fn in_tree_service(fake: &FakeApiServer, i: usize) {
 }
 
 fn service(i: usize) -> Value {
-    let base = 30000 + (i as u16) * 3;
+    service_named(&format!("svc-{i:03}"), 30000 + (i as u16) * 3)
+}
+
+/// Service `name` of [`PORTS`] on node ports from `base`.
+fn service_named(name: &str, base: u16) -> Value {
     let ports: Vec<(u16, u16)> = PORTS.iter().zip(base..).map(|(p, n)| (*p, n)).collect();
-    load_balancer_service(NAMESPACE, &format!("svc-{i:03}"), &ports)
+    load_balancer_service(NAMESPACE, name, &ports)
+}
+
+/// Creates `services` at once and times each from its creation to its ingress: the times,
+/// sorted.
+async fn create_at_once(
+    fake: &FakeApiServer,
+    controller: &Controller,
+    services: &[Value],
+) -> Vec<f64> {
+    let names: Vec<String> = services
+        .iter()
+        .map(|s| s["metadata"]["name"].as_str().expect("a name").to_owned())
+        .collect();
+    let posted: Vec<Instant> = services
+        .iter()
+        .map(|svc| {
+            fake.create("v1", "services", NAMESPACE, svc.clone());
+            Instant::now()
+        })
+        .collect();
+    let mut took: Vec<Option<f64>> = vec![None; services.len()];
+    let limit = Instant::now() + Duration::from_secs(120 + 30 * services.len() as u64);
+    while took.iter().any(Option::is_none) {
+        assert!(Instant::now() < limit, "not every Service got an ingress:\n{}", controller.log());
+        for (i, slot) in took.iter_mut().enumerate().filter(|(_, t)| t.is_none()) {
+            let svc = fake.get("v1", "services", NAMESPACE, &names[i]);
+            if svc.is_some_and(|s| s.pointer("/status/loadBalancer/ingress/0/ip").is_some()) {
+                *slot = Some(posted[i].elapsed().as_secs_f64());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut times: Vec<f64> = took.into_iter().flatten().collect();
+    times.sort_by(f64::total_cmp);
+    times
+}
+
+/// Deletes every Service and waits until all are gone (each finalizer goes only after its
+/// load balancer).
+async fn delete_all(fake: &FakeApiServer, controller: &Controller) {
+    let services = fake.list("v1", "services");
+    for svc in &services {
+        let name = svc["metadata"]["name"].as_str().expect("a name");
+        fake.delete("v1", "services", NAMESPACE, name);
+    }
+    let deadline = Instant::now() + Duration::from_secs(60 + 10 * services.len() as u64);
+    while !fake.list("v1", "services").is_empty() {
+        assert!(Instant::now() < deadline, "Services not deleted in time:\n{}", controller.log());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// p50, p99 and max of sorted `times`.
+fn spread(times: &[f64]) -> Value {
+    json!({"p50": percentile(times, 0.5), "p99": percentile(times, 0.99), "max": times.last()})
+}
+
+/// Answers 409 and 429 since `mark`.
+fn refusals(counter: &Counter, mark: usize) -> Value {
+    json!({"409": counter.answers(409, mark), "429": counter.answers(429, mark)})
 }
 
 /// The controller process and the port of its /metrics; stopped (SIGTERM, then waited for)
@@ -165,30 +232,33 @@ async fn run() {
     }
     settle(&real.counter, Duration::from_secs(2), Duration::from_secs(120)).await;
 
+    // Bursts: B Services at once, timed, counted, deleted again.
+    let sizes = std::env::var("CCM_BENCH_BURSTS").unwrap_or_else(|_| "1,20".to_owned());
+    let mut bursts = Vec::new();
+    for size in sizes.split(',').filter_map(|b| b.trim().parse::<usize>().ok()) {
+        let burst: Vec<Value> = (0..size)
+            .map(|i| service_named(&format!("burst{size}-{i:03}"), 31000 + (i as u16) * 3))
+            .collect();
+        let mark = real.counter.hits().len();
+        let times = create_at_once(&fake, &controller, &burst).await;
+        settle(&real.counter, Duration::from_secs(3), Duration::from_secs(120)).await;
+        bursts.push(json!({
+            "services": size,
+            "ingress_seconds": spread(&times),
+            "requests_per_service": per_service(&real.counter, mark, size),
+            "answers": refusals(&real.counter, mark),
+        }));
+        delete_all(&fake, &controller).await;
+        settle(&real.counter, Duration::from_secs(2), Duration::from_secs(120)).await;
+    }
+
     // Creates: every Service posted at once, each timed to its ingress.
     let mark = real.counter.hits().len();
-    let posted: Vec<Instant> = (0..services)
-        .map(|i| {
-            fake.create("v1", "services", NAMESPACE, service(i));
-            Instant::now()
-        })
-        .collect();
-    let mut took: Vec<Option<f64>> = vec![None; services];
-    let limit = Instant::now() + Duration::from_secs(120 + 30 * n);
-    while took.iter().any(Option::is_none) {
-        assert!(Instant::now() < limit, "not every Service got an ingress:\n{}", controller.log());
-        for (i, slot) in took.iter_mut().enumerate().filter(|(_, t)| t.is_none()) {
-            let svc = fake.get("v1", "services", NAMESPACE, &format!("svc-{i:03}"));
-            if svc.is_some_and(|s| s.pointer("/status/loadBalancer/ingress/0/ip").is_some()) {
-                *slot = Some(posted[i].elapsed().as_secs_f64());
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let all: Vec<Value> = (0..services).map(service).collect();
+    let times = create_at_once(&fake, &controller, &all).await;
     settle(&real.counter, Duration::from_secs(3), Duration::from_secs(120)).await;
     let created = per_service(&real.counter, mark, services);
-    let mut times: Vec<f64> = took.into_iter().flatten().collect();
-    times.sort_by(f64::total_cmp);
+    let created_answers = refusals(&real.counter, mark);
 
     // One node joins: every Service is reconciled once more and its pools gain a member.
     let mark = real.counter.hits().len();
@@ -222,14 +292,7 @@ async fn run() {
     let steady = per_service(&real.counter, mark, resyncs);
 
     // Everything goes; nothing of this run may be left in Octavia.
-    for i in 0..services {
-        fake.delete("v1", "services", NAMESPACE, &format!("svc-{i:03}"));
-    }
-    let deadline = Instant::now() + Duration::from_secs(60 + 10 * n);
-    while !fake.list("v1", "services").is_empty() {
-        assert!(Instant::now() < deadline, "Services not deleted in time:\n{}", controller.log());
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    delete_all(&fake, &controller).await;
     drop(controller);
 
     let figures = json!({
@@ -237,11 +300,9 @@ async fn run() {
         "nodes": NODES,
         "ports": PORTS.len(),
         "concurrent_service_syncs": concurrency,
-        "ingress_seconds": {
-            "p50": percentile(&times, 0.5),
-            "p99": percentile(&times, 0.99),
-            "max": times.last(),
-        },
+        "ingress_seconds": spread(&times),
+        "answers_while_created": created_answers,
+        "bursts": bursts,
         "services_adopted": adopted,
         "requests_per_service_adopted": adoption,
         "requests_per_service_created": created,
@@ -270,7 +331,37 @@ fn print_table(f: &Value) {
         t["p99"].as_f64().unwrap_or_default(),
         t["max"].as_f64().unwrap_or_default()
     );
-    println!("| per Service | mutating | reads | by operation |\n|---|---|---|---|");
+    println!(
+        "| Services at once | p50 s | p99 s | max s | requests per Service | 409 | 429 |\n\
+         |---|---|---|---|---|---|---|"
+    );
+    let row = |n: &Value, t: &Value, requests: &Value, answers: &Value| {
+        let total = requests["mutating"].as_f64().unwrap_or_default()
+            + requests["reads"].as_f64().unwrap_or_default();
+        println!(
+            "| {n} | {:.2} | {:.2} | {:.2} | {total:.2} | {} | {} |",
+            t["p50"].as_f64().unwrap_or_default(),
+            t["p99"].as_f64().unwrap_or_default(),
+            t["max"].as_f64().unwrap_or_default(),
+            answers["409"],
+            answers["429"]
+        );
+    };
+    for burst in f["bursts"].as_array().into_iter().flatten() {
+        row(
+            &burst["services"],
+            &burst["ingress_seconds"],
+            &burst["requests_per_service"],
+            &burst["answers"],
+        );
+    }
+    row(
+        &f["services"],
+        &f["ingress_seconds"],
+        &f["requests_per_service_created"],
+        &f["answers_while_created"],
+    );
+    println!("\n| per Service | mutating | reads | by operation |\n|---|---|---|---|");
     for (label, key) in [
         ("adopted from the in-tree provider", "requests_per_service_adopted"),
         ("created", "requests_per_service_created"),

@@ -46,20 +46,24 @@ pub(crate) fn classify(
                 "network/port_list_all"
             }
         }
-        (_, ["load-balancer", ..]) => load_balancer(method, &parts[1..]),
+        (_, ["load-balancer", ..]) => load_balancer(method, &parts[1..], query),
         (_, ["network", "v2.0", resource, rest @ ..]) => network(method, resource, rest),
         _ => OTHER,
     }
 }
 
 /// Octavia (`/load-balancer`): `load-balancer/<object>_<verb>`.
-fn load_balancer(method: &Method, parts: &[&str]) -> &'static str {
+fn load_balancer(method: &Method, parts: &[&str], query: &HashMap<String, String>) -> &'static str {
     let lbaas = match parts {
         [] => return "load-balancer/version_discovery",
         ["v2", "lbaas", rest @ ..] => rest,
         _ => return OTHER,
     };
     match (method, lbaas) {
+        // The waits' one list of the project's load balancers, or a lookup by name.
+        (&Method::GET, ["loadbalancers"]) if query.contains_key("project_id") => {
+            "load-balancer/loadbalancer_list_project"
+        }
         (&Method::GET, ["loadbalancers"]) => "load-balancer/loadbalancer_list",
         (&Method::POST, ["loadbalancers"]) => "load-balancer/loadbalancer_create",
         (&Method::GET, ["loadbalancers", _]) => "load-balancer/loadbalancer_get",
@@ -110,13 +114,15 @@ fn network(method: &Method, resource: &str, rest: &[&str]) -> &'static str {
     }
 }
 
-/// One request as counted: a fixed operation name and when it arrived.
+/// One request as counted: a fixed operation name, when it arrived and how it was answered.
 #[derive(Debug, Clone)]
 pub(crate) struct Hit {
     /// `identity/authenticate`, `compute/server_get`, `compute/server_list_by_name`, …
     pub(crate) operation: &'static str,
     /// Arrival time.
     pub(crate) at: Instant,
+    /// The answer's status code, once it is in (the proxy's; the replay records none).
+    pub(crate) status: Option<u16>,
 }
 
 /// Every request seen, in order, the method and path of the unclassified ones, and how long
@@ -131,13 +137,34 @@ pub(crate) struct Counter {
 }
 
 impl Counter {
-    /// Counts one request (`request`, e.g. `GET /x`, is kept only when it is [`OTHER`]).
-    pub(crate) fn record(&self, operation: &'static str, request: impl FnOnce() -> String) {
+    /// Counts one request (`request`, e.g. `GET /x`, is kept only when it is [`OTHER`]): its
+    /// index, for [`Counter::answered_with`].
+    pub(crate) fn record(
+        &self,
+        operation: &'static str,
+        request: impl FnOnce() -> String,
+    ) -> usize {
         if operation == OTHER {
             self.others.lock().unwrap_or_else(PoisonError::into_inner).push(request());
         }
-        let hit = Hit { operation, at: Instant::now() };
-        self.hits.lock().unwrap_or_else(PoisonError::into_inner).push(hit);
+        let hit = Hit { operation, at: Instant::now(), status: None };
+        let mut hits = self.hits.lock().unwrap_or_else(PoisonError::into_inner);
+        hits.push(hit);
+        hits.len() - 1
+    }
+
+    /// Notes the status code request `index` was answered with.
+    #[allow(dead_code, reason = "used by the proxy (real.rs), not by the replay")]
+    pub(crate) fn answered_with(&self, index: usize, status: u16) {
+        if let Some(hit) = self.hits.lock().unwrap_or_else(PoisonError::into_inner).get_mut(index) {
+            hit.status = Some(status);
+        }
+    }
+
+    /// Answers with status `code` since `since` (index into [`Counter::hits`]).
+    #[allow(dead_code, reason = "used by the load-balancer benchmark, not by every bench")]
+    pub(crate) fn answers(&self, code: u16, since: usize) -> usize {
+        self.hits().iter().skip(since).filter(|h| h.status == Some(code)).count()
     }
 
     /// Every request so far.

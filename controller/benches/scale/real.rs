@@ -466,7 +466,7 @@ async fn forward(
             .map(|u| u.query_pairs().into_owned().collect())
             .unwrap_or_default();
     let operation = classify(&method, path, &query);
-    routes.counter.record(operation, || format!("{method} {path}"));
+    let hit = routes.counter.record(operation, || format!("{method} {path}"));
     if let Some(token) = headers.get("x-auth-token").and_then(|v| v.to_str().ok()) {
         routes.counter.note_token(token);
     }
@@ -500,6 +500,7 @@ async fn forward(
         Err(e) => return fail(StatusCode::BAD_GATEWAY, format!("{method} {url}: {e}")),
     };
     let status = answer.status();
+    routes.counter.answered_with(hit, status.as_u16());
     if let Some(index) = captured {
         routes.captures.answered(index, status.as_u16());
     }
