@@ -67,6 +67,8 @@ struct Figures {
     cloud: &'static str,
     nodes: usize,
     init: Duration,
+    /// Where `init` went.
+    init_profile: InitProfile,
     init_calls: BTreeMap<&'static str, usize>,
     init_cpu: Duration,
     /// Requests per incremental (`changes-since`) resync, the steady state.
@@ -100,6 +102,50 @@ struct Figures {
     others: BTreeMap<String, usize>,
     /// Mean server-side time per operation over the whole run.
     mean_times: BTreeMap<&'static str, Duration>,
+}
+
+/// Where initialization's time went, each from the process's start: its first OpenStack
+/// request (the login), its first request after the login, its first and last server lookups,
+/// the first node initialized (last: `Figures::init`).
+#[derive(Debug, Default, Clone, Copy)]
+struct InitProfile {
+    first_request: Duration,
+    after_login: Duration,
+    first_lookup: Duration,
+    last_lookup: Duration,
+    first_initialized: Duration,
+}
+
+impl InitProfile {
+    /// From the requests `hits` and when the first node was initialized.
+    fn of(hits: &[ops::Hit], started: Instant, first_initialized: Option<Instant>) -> Self {
+        let since = |at: Instant| at.saturating_duration_since(started);
+        let lookup = |h: &&ops::Hit| {
+            h.operation == "compute/server_get" || h.operation == "compute/server_list_by_name"
+        };
+        let first = |pick: &dyn Fn(&&ops::Hit) -> bool| {
+            hits.iter().find(|h| pick(h)).map_or(Duration::ZERO, |h| since(h.at))
+        };
+        Self {
+            first_request: first(&|_| true),
+            after_login: first(&|h| !h.operation.starts_with("identity/")),
+            first_lookup: first(&lookup),
+            last_lookup: hits.iter().rfind(lookup).map_or(Duration::ZERO, |h| since(h.at)),
+            first_initialized: first_initialized.map_or(Duration::ZERO, since),
+        }
+    }
+
+    fn json(&self, init: Duration) -> Value {
+        let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
+        json!({
+            "first_request": ms(self.first_request),
+            "after_login": ms(self.after_login),
+            "first_lookup": ms(self.first_lookup),
+            "first_initialized": ms(self.first_initialized),
+            "last_lookup": ms(self.last_lookup),
+            "all_initialized": ms(init),
+        })
+    }
 }
 
 fn main() {
@@ -183,6 +229,7 @@ fn write_json(all: &[Figures]) {
                 "cloud": f.cloud,
                 "nodes": f.nodes,
                 "init_seconds": f.init.as_secs_f64(),
+                "init_profile_ms": f.init_profile.json(f.init),
                 "requests_per_init": per_init(f),
                 "requests_per_resync": f.resync_calls,
                 "requests_per_full_resync": f.full_resync_calls,
@@ -289,7 +336,9 @@ async fn measure(
 
     // Watch the nodes from here (event-driven, no polling of the fake's store).
     let (tx, mut initialized) = tokio::sync::watch::channel(0usize);
+    let first_done = std::sync::Arc::new(std::sync::OnceLock::new());
     let api: Api<Node> = Api::all(fake.client());
+    let first = first_done.clone();
     let watch = tokio::spawn(async move {
         let mut done = HashSet::new();
         let mut stream = watcher(api, watcher::Config::default()).boxed();
@@ -298,6 +347,7 @@ async fn measure(
                 && ready(&node)
             {
                 done.insert(node.metadata.name.unwrap_or_default());
+                first.get_or_init(Instant::now);
                 tx.send_replace(done.len());
             }
         }
@@ -343,6 +393,7 @@ async fn measure(
     }
     let init_cpu = cpu(pid);
     let init_calls = counter.counts(0);
+    let init_profile = InitProfile::of(&counter.hits(), started, first_done.get().copied());
 
     // Address resyncs: count from the first one that starts after initialization.
     let mark = counter.hits().len();
@@ -440,6 +491,7 @@ async fn measure(
         cloud,
         nodes: n,
         init,
+        init_profile,
         init_calls,
         init_cpu,
         resync_calls: resync_total as f64 / resyncs.max(1) as f64,
@@ -543,6 +595,17 @@ fn print_run(f: &Figures) {
     println!(
         "| time to initialize all nodes (process start → last taint gone) | {:.2} s |",
         f.init.as_secs_f64()
+    );
+    let p = &f.init_profile;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "| where it went (ms from the process's start) | first request (login) {:.0}, first after the login {:.0}, first server lookup {:.0}, first node initialized {:.0}, last lookup {:.0}, last taint gone {:.0} |",
+        ms(p.first_request),
+        ms(p.after_login),
+        ms(p.first_lookup),
+        ms(p.first_initialized),
+        ms(p.last_lookup),
+        ms(f.init)
     );
     println!("| CPU time of the controller until then | {:.2} s |", f.init_cpu.as_secs_f64());
     let detail: Vec<String> = per_node.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
