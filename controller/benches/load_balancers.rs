@@ -3,8 +3,8 @@
 //!
 //! `CCM_OPENSTACK_ENV=… cargo bench --bench load_balancers` (scripts/bench.sh --lb starts the
 //! stack when none is named): S Services of 3 TCP ports (default 50; `CCM_BENCH_SERVICES`) on 20
-//! Ready nodes, with `--concurrent-service-syncs` C (default 1, upstream's default;
-//! `CCM_BENCH_LB_CONCURRENCY`). Prints and writes `target/bench/load_balancers.json`:
+//! Ready nodes, with `--concurrent-service-syncs` C (default 8, the controller's; upstream's
+//! is 1; `CCM_BENCH_LB_CONCURRENCY`). Prints and writes `target/bench/load_balancers.json`:
 //! - time from each Service's creation to its `status.loadBalancer.ingress` (p50, p99, max);
 //! - requests per Service adopted from the in-tree provider (A Services, default 3;
 //!   `CCM_BENCH_ADOPTED`: their load balancers made as the in-tree provider made them by
@@ -196,7 +196,7 @@ fn main() {
 async fn run() {
     let services = env_number("CCM_BENCH_SERVICES", 50);
     let adopted = env_number("CCM_BENCH_ADOPTED", 3);
-    let concurrency = env_number("CCM_BENCH_LB_CONCURRENCY", 1);
+    let concurrency = env_number("CCM_BENCH_LB_CONCURRENCY", 8);
     // What the run made (the adopted load balancers, what the controller made for the cluster)
     // is deleted when it ends, after a panic too.
     let octavia = Octavia::start().await;

@@ -159,8 +159,14 @@ pub struct Flags {
     #[arg(long = "openstack-requests-per-second", value_name = "N", default_value_t = 0)]
     pub(crate) openstack_requests_per_second: u32,
 
-    /// Services whose load balancers are reconciled in parallel.
-    #[arg(long = "concurrent-service-syncs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Services whose load balancers are reconciled in parallel (two Services of one shared
+    /// load balancer still take turns).
+    ///
+    /// 8 by default (upstream: 1, one Service at a time: 50 new Services waited up to 6 min
+    /// for their load balancers). A sync makes one OpenStack request at a time, so 8 use at most
+    /// half of --openstack-requests-in-flight and leave the rest to nodes and routes; against
+    /// the test stack's Octavia, 16 created 50 load balancers no faster than 8 (BENCHMARKS.md).
+    #[arg(long = "concurrent-service-syncs", value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) concurrent_service_syncs: u32,
 
     /// Period after which a converged Service's load balancer is checked again.
