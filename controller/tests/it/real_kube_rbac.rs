@@ -187,6 +187,16 @@ async fn the_generated_service_account_does_the_whole_job_and_nothing_is_refused
         svc.pointer("/status/loadBalancer/ingress/0/ip").and_then(Value::as_str).map(str::to_owned)
     })
     .await;
+    // The ingress is written before the node ports' security group (issue 40): the sync
+    // ends with its Event, and only then is the CCM idle.
+    until("the Service's EnsuredLoadBalancer Event", &process, async || {
+        let reasons = kube.run(
+            &["get", "events.events.k8s.io", "-n", &ns, "-o", "jsonpath={.items[*].reason}"],
+            None,
+        );
+        reasons.split_whitespace().any(|r| r == "EnsuredLoadBalancer").then_some(())
+    })
+    .await;
     assert_eq!(lb_list(&env, &lb_name).await.as_array().unwrap().len(), 1);
 
     // Credentials: the mounted Secret changes (as the kubelet updates it: here from the
