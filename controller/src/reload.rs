@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube_support::events::{EventType, Recorder, Reporter};
 
 use crate::cloud::OpenStack;
 use crate::config::live::{Current, Outcome};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube_support::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 

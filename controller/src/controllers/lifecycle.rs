@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Taint;
 use kube::ResourceExt;
 use kube::api::DeleteParams;
-use kube::runtime::events::EventType;
+use kube_support::events::EventType;
 
 use super::{
     Context, ControllerName, Error, Result, SHUTDOWN_TAINT, has_taint, is_ready, lookup,

@@ -23,9 +23,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Taint;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
+use kube_support::events::{Event, EventType, Recorder, Reporter};
 use serde_json::json;
 
 pub(crate) use name::ControllerName;

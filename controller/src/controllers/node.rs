@@ -8,8 +8,8 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
+use kube_support::events::EventType;
 use serde_json::json;
 
 use super::addresses::{self, AddressType, NodeAddress};

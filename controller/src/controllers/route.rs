@@ -25,8 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ipnet::IpNet;
-use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
+use kube_support::events::{EventType, Recorder, Reporter};
 
 use super::ControllerName;
 use crate::cloud::routes::{Routes, Support};

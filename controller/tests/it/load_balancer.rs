@@ -769,10 +769,25 @@ async fn a_floating_subnet_pattern_picks_the_subnet_or_says_that_none_matches() 
     let (process, _cluster, _dir) =
         start_with(&env, &fake, &env["OPENSTACK_CLOUD_APPCRED"], "fsub", &lb);
     process.wait_line("no subnet of floating network", WAIT).await;
-    until("the SyncLoadBalancerFailed event", &process, async || {
-        reasons(&fake).iter().any(|r| r == "SyncLoadBalancerFailed").then_some(())
-    })
-    .await;
+    let failed = |pattern: &'static str| {
+        let fake = fake.clone();
+        async move || {
+            let events = fake.list("events.k8s.io/v1", "events");
+            events
+                .iter()
+                .any(|e| {
+                    e["reason"] == "SyncLoadBalancerFailed"
+                        && e["note"].as_str().is_some_and(|n| n.contains(&format!("{pattern:?}")))
+                })
+                .then_some(())
+        }
+    };
+    until("the SyncLoadBalancerFailed event", &process, failed("no-such-*")).await;
+    // Another error under the same reason is read as it is, not counted into the first.
+    let other = json!({"metadata": {"annotations": {
+        "loadbalancer.openstack.org/floating-subnet": "nor-this-*"}}});
+    fake.patch("v1", "services", "shop", "fsub", other);
+    until("the second error's own Event", &process, failed("nor-this-*")).await;
 
     // Neutron shows an external network's subnets to a project only when the network is
     // shared with it; then a regular expression matches the stack's ccm-external-subnet.

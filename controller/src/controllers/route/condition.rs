@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::EventType;
+use kube_support::events::EventType;
 use serde_json::json;
 
 use super::plan::{self, NodeRoutes};

@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
-use kube::runtime::events::EventType;
+use kube_support::events::EventType;
 
 use super::annotations::{self, Settings};
 use super::changes::Target;

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector;
+use kube_support::events::Recorder;
 
 use super::annotations::Defaults;
 use super::settings::LbSettings;

@@ -34,9 +34,9 @@ pub(crate) mod wait;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
-use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
+use kube_support::events::{EventType, Recorder, Reporter};
 
 use crate::cloud;
 use crate::controllers::projection::CachedNode;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::runtime::events::EventType;
+use kube_support::events::EventType;
 use tracing::Instrument;
 
 use super::ensure::ensure;

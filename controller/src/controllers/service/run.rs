@@ -11,9 +11,9 @@ use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action};
-use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::reflector::Store;
 use kube::runtime::{Controller, watcher};
+use kube_support::events::{EventType, Recorder};
 use tokio::sync::watch;
 
 use super::desired::NodeView;

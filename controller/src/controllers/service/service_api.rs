@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::EventType;
+use kube_support::events::EventType;
 use serde_json::{Value, json};
 
 use super::annotations::{self, Settings};
