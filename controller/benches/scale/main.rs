@@ -105,8 +105,9 @@ struct Figures {
 }
 
 /// Where initialization's time went, each from the process's start: its first OpenStack
-/// request (the login), its first request after the login, its first and last server lookups,
-/// the first node initialized (last: `Figures::init`).
+/// request (the login), its first request after the login, its first and last server lookups
+/// (a node's own, or a page of the list answering many), the first node initialized (last:
+/// `Figures::init`).
 #[derive(Debug, Default, Clone, Copy)]
 struct InitProfile {
     first_request: Duration,
@@ -120,9 +121,8 @@ impl InitProfile {
     /// From the requests `hits` and when the first node was initialized.
     fn of(hits: &[ops::Hit], started: Instant, first_initialized: Option<Instant>) -> Self {
         let since = |at: Instant| at.saturating_duration_since(started);
-        let lookup = |h: &&ops::Hit| {
-            h.operation == "compute/server_get" || h.operation == "compute/server_list_by_name"
-        };
+        // A node's own lookup, or the server list that answers many at once.
+        let lookup = |h: &&ops::Hit| LIFECYCLE_OPS.contains(&h.operation);
         let first = |pick: &dyn Fn(&&ops::Hit) -> bool| {
             hits.iter().find(|h| pick(h)).map_or(Duration::ZERO, |h| since(h.at))
         };

@@ -22,6 +22,8 @@ use fake_kube_apiserver::FakeApiServer;
 pub(crate) struct FakeCloud {
     pub(crate) instances: Mutex<Vec<Instance>>,
     pub(crate) failure: Mutex<Option<Error>>,
+    /// A failure of the project-wide lists only (`servers`, `ports`), lookups unaffected.
+    pub(crate) list_failure: Mutex<Option<Error>>,
     pub(crate) calls: Mutex<Vec<String>>,
     pub(crate) region: Option<String>,
 }
@@ -42,7 +44,8 @@ impl FakeCloud {
     /// Logs a listing call and fails it when a failure is set.
     fn listed(&self, what: &str) -> Result<()> {
         self.calls.lock().unwrap().push(what.into());
-        self.failure.lock().unwrap().clone().map_or(Ok(()), Err)
+        let failure = self.failure.lock().unwrap().clone();
+        failure.or_else(|| self.list_failure.lock().unwrap().clone()).map_or(Ok(()), Err)
     }
 
     fn find(&self, lookup: &Lookup) -> Result<Instance> {

@@ -5,6 +5,7 @@
 pub(crate) mod addresses;
 pub(crate) mod labels;
 pub mod lifecycle;
+pub(crate) mod lookups;
 pub(crate) mod name;
 pub mod node;
 pub(crate) mod own_writes;
@@ -139,6 +140,8 @@ pub struct Context<C> {
     pub(crate) initialize: bool,
     /// Node versions our own initialization replaced (never initialized twice).
     pub(crate) own_writes: own_writes::OwnWrites,
+    /// The servers of many tainted nodes, listed at once.
+    pub(crate) lookups: lookups::Lookups,
 }
 
 impl<C> std::fmt::Debug for Context<C> {
@@ -168,6 +171,7 @@ impl<C: Cloud> Context<C> {
             recorder,
             initialize: true,
             own_writes: own_writes::OwnWrites::default(),
+            lookups: lookups::Lookups::default(),
         }
     }
 

@@ -122,17 +122,20 @@ pub(crate) async fn patch_addresses<C: Cloud>(
         .map_err(|source| Error::Kube { node: node.name_any(), source })
 }
 
-/// Initializes one node: lookup, addresses, then providerID + labels + taint removal in one
-/// patch guarded by resourceVersion.
+/// Initializes one node: lookup (from the lists of many, else its own), addresses, then
+/// providerID + labels + taint removal in one patch guarded by resourceVersion.
 pub async fn initialize<C: Cloud>(ctx: &Context<C>, node: &CachedNode) -> Result<()> {
     let name = node.name_any();
     let region = ctx.cloud.region();
     let how = lookup(node, region.as_deref())?;
-    let instance = ctx
-        .cloud
-        .instance(&how)
-        .await
-        .map_err(|source| Error::Cloud { node: name.clone(), source })?;
+    let instance = match ctx.lookups.instance(ctx, &how).await {
+        Some(instance) => instance,
+        None => ctx
+            .cloud
+            .instance(&how)
+            .await
+            .map_err(|source| Error::Cloud { node: name.clone(), source })?,
+    };
     let plan = plan(ctx, node, &instance, region.as_deref())?;
     // The status write bumps resourceVersion: guard the next patch with the new one.
     let live = |n: &str| ctx.nodes.get(&ObjectRef::new(n)).is_some();
