@@ -4,13 +4,15 @@ nodes: the split"): runs COMMAND (a benchmark), watches the process that runs BI
 for the last look before it exited, each mapping's resident KiB (Rss) and, with --clear-refs-after,
 the KiB touched since then (Referenced: the pages it used in its steady state).
 
-  sudo scripts/code-pages.py [--cold] [--clear-refs-after S] BIN -- COMMAND...
+  sudo scripts/code-pages.py [--cold] [--clear-refs-after S] [--arg A] BIN -- COMMAND...
 
   --cold    the pages it touched, not those the kernel mapped around them: for the run, every
             block device's read_ahead_kb is 0 (restored after) and the page cache is dropped
             once, so a fault maps only pages that were read, and only the faulting page is read
   --clear-refs-after S
             S seconds after BIN starts, its pages' referenced bits are cleared (/proc/PID/clear_refs)
+  --arg A   the process running BIN with A among its arguments (`--arg operator`: not the
+            `create manifests` that a benchmark runs first)
 
 e.g. CCM_BENCH_NODES=1000 scripts/code-pages.py --clear-refs-after 6 \\
        target/release/openstack-cloud-controller-manager -- \\
@@ -27,13 +29,18 @@ import sys
 import time
 
 
-def find(binary, child):
-    """The PID of a process running `binary`, waited for while `child` runs."""
+def find(binary, arg, child):
+    """The PID of a process running `binary` (with `arg` among its arguments, if given), waited
+    for while `child` runs."""
     while child.poll() is None:
         for entry in os.listdir('/proc'):
             if entry.isdigit():
                 try:
-                    if os.readlink(f'/proc/{entry}/exe') == binary:
+                    if os.readlink(f'/proc/{entry}/exe') != binary:
+                        continue
+                    with open(f'/proc/{entry}/cmdline', 'rb') as f:
+                        args = f.read().split(b'\0')
+                    if arg is None or arg.encode() in args:
                         return int(entry)
                 except OSError:
                     pass
@@ -63,8 +70,13 @@ def main():
     cold = '--cold' in args
     args = [a for a in args if a != '--cold']
     clear_after = None
-    if args[:1] == ['--clear-refs-after']:
-        clear_after, args = float(args[1]), args[2:]
+    arg = None
+    while args[:1] in (['--clear-refs-after'], ['--arg']):
+        if args[0] == '--arg':
+            arg = args[1]
+        else:
+            clear_after = float(args[1])
+        args = args[2:]
     if len(args) < 3 or args[1] != '--':
         sys.exit(__doc__)
     binary, command = os.path.realpath(args[0]), args[2:]
@@ -81,7 +93,7 @@ def main():
             f.write('1')
     try:
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-        pid = find(binary, child)
+        pid = find(binary, arg, child)
         started, cleared, last = time.monotonic(), clear_after is None, None
         while True:
             if not cleared and time.monotonic() - started >= clear_after:
