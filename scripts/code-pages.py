@@ -1,16 +1,18 @@
 #!/usr/bin/python3
 """Where a process's resident memory is, mapping by mapping (BENCHMARKS.md, "Memory at 1,000
-nodes: the split"): runs COMMAND (a benchmark), watches the process that runs BIN, and prints,
-for the last look before it exited, each mapping's resident KiB (Rss) and, with --clear-refs-after,
-the KiB touched since then (Referenced: the pages it used in its steady state).
+nodes: the split"): runs COMMAND (a benchmark; its own output goes to stderr), watches the
+process that runs BIN, and prints, for the last look before it exited, each mapping's resident
+KiB (Rss) and, with --clear-refs-after, the KiB touched since then (Referenced: the pages it
+used in its steady state).
 
-  sudo scripts/code-pages.py [--cold] [--clear-refs-after S] [--arg A] BIN -- COMMAND...
+  scripts/code-pages.py [--cold] [--clear-refs-after S] [--arg A] BIN -- COMMAND...
 
   --cold    the pages it touched, not those the kernel mapped around them: for the run, every
             block device's read_ahead_kb is 0 (restored after) and the page cache is dropped
             once, so a fault maps only pages that were read, and only the faulting page is read
   --clear-refs-after S
-            S seconds after BIN starts, its pages' referenced bits are cleared (/proc/PID/clear_refs)
+            S seconds after BIN starts, its pages' referenced bits are cleared
+            (/proc/PID/clear_refs)
   --arg A   the process running BIN with A among its arguments (`--arg operator`: not the
             `create manifests` that a benchmark runs first)
 
@@ -67,16 +69,16 @@ def mappings(pid):
 
 def main():
     args = sys.argv[1:]
-    cold = '--cold' in args
-    args = [a for a in args if a != '--cold']
-    clear_after = None
-    arg = None
-    while args[:1] in (['--clear-refs-after'], ['--arg']):
-        if args[0] == '--arg':
-            arg = args[1]
+    cold, clear_after, arg = False, None, None
+    while args[:1] in (['--cold'], ['--clear-refs-after'], ['--arg']):  # options before BIN only
+        if args[0] == '--cold':
+            cold, args = True, args[1:]
+        elif len(args) < 2:
+            sys.exit(__doc__)
+        elif args[0] == '--arg':
+            arg, args = args[1], args[2:]
         else:
-            clear_after = float(args[1])
-        args = args[2:]
+            clear_after, args = float(args[1]), args[2:]
     if len(args) < 3 or args[1] != '--':
         sys.exit(__doc__)
     binary, command = os.path.realpath(args[0]), args[2:]
@@ -92,15 +94,15 @@ def main():
         with open('/proc/sys/vm/drop_caches', 'w') as f:
             f.write('1')
     try:
-        child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        child = subprocess.Popen(command, stdout=sys.stderr)
         pid = find(binary, arg, child)
         started, cleared, last = time.monotonic(), clear_after is None, None
         while True:
-            if not cleared and time.monotonic() - started >= clear_after:
-                with open(f'/proc/{pid}/clear_refs', 'w') as f:
-                    f.write('1')
-                cleared = True
             try:
+                if not cleared and time.monotonic() - started >= clear_after:
+                    with open(f'/proc/{pid}/clear_refs', 'w') as f:
+                        f.write('1')
+                    cleared = True
                 now = mappings(pid)
             except (OSError, KeyError):
                 break  # gone
@@ -113,6 +115,8 @@ def main():
         for path, value in saved.items():
             with open(path, 'w') as f:
                 f.write(value)
+    if last is None:
+        sys.exit(f'code-pages: {binary} (PID {pid}) exited before its mappings could be read')
     print('| mapping | permissions | Rss KiB | Referenced KiB |')
     print('|---|---|---|---|')
     total = 0
