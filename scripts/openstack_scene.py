@@ -170,6 +170,22 @@ class Scene:
                     server_id, server.status, status, self.timeout))
             time.sleep(0.5)
 
+    def wait_fixed_address(self, server_id):
+        """Waits until Nova lists a fixed address of an ACTIVE server. Nova allocates the
+        network beside the spawn, and the stack's fake virt driver does not wait for it, so now
+        and then the server is ACTIVE before the port is in Nova's network info cache (CI saw
+        `addresses: {}` right after ACTIVE). Tests take the server's address from this answer."""
+        deadline = time.time() + self.timeout
+        while True:
+            server = self.server(server_id)
+            if any(a.get('OS-EXT-IPS:type') == 'fixed'
+                   for net in (server.addresses or {}).values() for a in net):
+                return server
+            if time.time() > deadline:
+                fail('server %s is ACTIVE with no fixed address after %ss (addresses %s)' % (
+                    server_id, self.timeout, server.addresses))
+            time.sleep(0.5)
+
     def delete_until_gone(self, server_id):
         """Waits until GET on a server being deleted answers 404. Nova on SQLite loses a delete
         now and then (the server stays ACTIVE, or in ERROR / task 'deleting' after 'database
@@ -262,6 +278,7 @@ class Scene:
             try:
                 stall = None if attempt == attempts else min(self.timeout, BUILD_STALL)
                 self.wait_status(server.id, 'ACTIVE', stall=stall)
+                self.wait_fixed_address(server.id)
                 break
             except BuildFailed as e:
                 if attempt == attempts:
@@ -797,7 +814,7 @@ def parse(argv):
     s.add_argument('--fixed-ip', help='fixed IP on --network')
     s.add_argument('--port', help='boot on this existing port instead of --network')
     s.add_argument('--az', help='availability zone')
-    s.add_argument('--wait-active', action='store_true', help='wait for ACTIVE')
+    s.add_argument('--wait-active', action='store_true', help='wait for ACTIVE and a fixed address')
     for name, what in (('server-show', 'print a server'), ('server-stop', 'stop (SHUTOFF)'),
                        ('server-start', 'start (ACTIVE)'), ('server-delete', 'delete')):
         s = sub.add_parser(name, help=what)
