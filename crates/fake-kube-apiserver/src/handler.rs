@@ -17,12 +17,24 @@ use crate::target::parse_path;
 use crate::watch::{WatchQuery, watch_response};
 use crate::{Failure, ObjectKey, PatchType, Request, Shared, discovery, publish};
 
-fn json_response(code: u16, body: &Value) -> Response {
+fn json_response(code: u16, body: &impl serde::Serialize) -> Response {
+    // Serializing a `Value` or a list of borrowed ones cannot fail.
+    let text = serde_json::to_vec(body).unwrap_or_default();
     Response::builder()
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
+        .body(Body::from(text))
         .unwrap_or_default()
+}
+
+/// A list response, serialized straight from the store's objects.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct List<'a> {
+    kind: String,
+    api_version: &'a str,
+    metadata: Value,
+    items: Vec<&'a Value>,
 }
 
 fn failure(f: &Failure) -> Response {
@@ -172,23 +184,26 @@ pub(crate) async fn handle(
                 };
                 return watch_response(&shared, &store, &target, watch);
             }
-            let items = store
-                .iter(&target.resource, target.namespace.as_deref())
-                .filter(|o| labels.matches(o) && fields_match(fields.as_deref(), o));
+            let items = |after: Option<(&str, &str)>| {
+                store
+                    .iter_after(&target.resource, target.namespace.as_deref(), after)
+                    .filter(|o| labels.matches(o) && fields_match(fields.as_deref(), o))
+            };
             if wants_table {
-                return json_response(200, &table(&items.cloned().collect::<Vec<_>>(), store.rv()));
+                let all = items(None).cloned().collect::<Vec<_>>();
+                return json_response(200, &table(&all, store.rv()));
             }
             let (items, metadata) =
                 match page(items, store.rv(), query.get("limit"), query.get("continue")) {
                     Ok(paged) => paged,
                     Err(failure) => return bad(failure.code, failure.reason, failure.message),
                 };
-            let list = json!({
-                "kind": format!("{}List", target.resource.kind()),
-                "apiVersion": target.resource.api_version,
-                "metadata": metadata,
-                "items": items,
-            });
+            let list = List {
+                kind: format!("{}List", target.resource.kind()),
+                api_version: &target.resource.api_version,
+                metadata,
+                items,
+            };
             return json_response(200, &list);
         }
         (&Method::GET, Some(name)) => match store.get(&object_key(name)) {

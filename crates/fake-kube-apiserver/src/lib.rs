@@ -76,7 +76,7 @@ impl Default for Options {
 
 struct Shared {
     store: Mutex<Store>,
-    events: broadcast::Sender<Event>,
+    events: broadcast::Sender<Arc<Event>>,
     /// Bumped to end every open watch.
     restarts: tokio::sync::watch::Sender<u64>,
     requests: Mutex<Vec<Request>>,
@@ -258,7 +258,8 @@ fn key(api_version: &str, plural: &str, namespace: &str, name: &str) -> ObjectKe
 /// Broadcasts the log entries newer than `after` (called with the store locked, so watches
 /// started under the same lock see each event exactly once).
 fn publish(shared: &Shared, store: &Store, after: u64) {
-    for event in store.log.iter().filter(|e| e.rv > after) {
+    let newer = store.log.partition_point(|e| e.rv <= after);
+    for event in store.log.range(newer..) {
         let _ = shared.events.send(event.clone());
     }
 }

@@ -9,14 +9,16 @@ use serde_json::{Map, Value, json};
 
 use crate::Failure;
 
-/// One page of `items` (sorted by namespace and name, as the store keeps them) and the list's
-/// `metadata`: `resourceVersion`, and `continue` plus `remainingItemCount` when more follow.
-pub(crate) fn page<'a>(
-    items: impl Iterator<Item = &'a Value>,
+/// One page of `items` (sorted by namespace and name, as the store keeps them), borrowed, and
+/// the list's `metadata`: `resourceVersion`, and `continue` plus `remainingItemCount` when more
+/// follow.
+/// `items(after)` lists the objects after `after` (namespace, name), or all of them.
+pub(crate) fn page<'a, I: Iterator<Item = &'a Value>>(
+    items: impl FnOnce(Option<(&str, &str)>) -> I,
     rv: u64,
     limit: Option<&String>,
     token: Option<&String>,
-) -> Result<(Vec<Value>, Value), Failure> {
+) -> Result<(Vec<&'a Value>, Value), Failure> {
     let limit = limit.and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0);
     let (rv, after) = match token.filter(|t| !t.is_empty()) {
         None => (rv, None),
@@ -30,24 +32,25 @@ pub(crate) fn page<'a>(
             (rv, Some((namespace.to_owned(), name.to_owned())))
         }
     };
-    // Borrowed until taken: a page costs clones of its own objects only.
-    let mut later = items.filter(|o| after.as_ref().is_none_or(|a| key(o) > *a));
-    let page: Vec<Value> = later.by_ref().take(limit.unwrap_or(usize::MAX)).cloned().collect();
+    // Borrowed: the response is serialized from the store's objects, none is copied.
+    let mut later =
+        items(after.as_ref().map(|(namespace, name)| (namespace.as_str(), name.as_str())));
+    let page: Vec<&Value> = later.by_ref().take(limit.unwrap_or(usize::MAX)).collect();
     let remaining = later.count();
     let mut meta = Map::new();
     meta.insert("resourceVersion".into(), json!(rv.to_string()));
     if remaining == 0 {
         return Ok((page, meta.into()));
     }
-    let (namespace, name) = page.last().map(key).unwrap_or_default();
+    let (namespace, name) = page.last().map(|o| key(o)).unwrap_or_default();
     meta.insert("continue".into(), json!(format!("{rv}/{namespace}/{name}")));
     meta.insert("remainingItemCount".into(), json!(remaining));
     Ok((page, meta.into()))
 }
 
 /// Namespace and name: the order the store lists objects in.
-fn key(object: &Value) -> (String, String) {
-    let field = |f: &str| object["metadata"][f].as_str().unwrap_or_default().to_owned();
+fn key(object: &Value) -> (&str, &str) {
+    let field = |f: &str| object["metadata"][f].as_str().unwrap_or_default();
     (field("namespace"), field("name"))
 }
 
@@ -62,19 +65,23 @@ mod tests {
     #[test]
     fn pages_follow_each_other_and_keep_the_first_resource_version() {
         let all = [named("a"), named("b"), named("c")];
-        let items = || all.iter();
+        // As the store does: the objects after the page before.
+        let items = |after: Option<(&str, &str)>| {
+            let after = after.map(|(ns, name)| (ns.to_owned(), name.to_owned()));
+            all.iter().filter(move |o| after.as_ref().is_none_or(|(ns, name)| key(o) > (ns, name)))
+        };
         let two = Some("2".to_owned());
-        let (first, meta) = page(items(), 7, two.as_ref(), None).unwrap();
-        assert_eq!(first, [named("a"), named("b")]);
+        let (first, meta) = page(items, 7, two.as_ref(), None).unwrap();
+        assert_eq!(first, [&named("a"), &named("b")]);
         assert_eq!(
             meta,
             json!({"resourceVersion": "7", "continue": "7//b", "remainingItemCount": 1})
         );
         let token = meta["continue"].as_str().map(str::to_owned);
-        let (second, meta) = page(items(), 9, two.as_ref(), token.as_ref()).unwrap();
-        assert_eq!(second, [named("c")]);
+        let (second, meta) = page(items, 9, two.as_ref(), token.as_ref()).unwrap();
+        assert_eq!(second, [&named("c")]);
         assert_eq!(meta, json!({"resourceVersion": "7"}));
         let bad = Some("x".to_owned());
-        assert_eq!(page(items(), 9, None, bad.as_ref()).unwrap_err().code, 400);
+        assert_eq!(page(items, 9, None, bad.as_ref()).unwrap_err().code, 400);
     }
 }

@@ -1,8 +1,6 @@
 //! Label selectors (`=`, `==`, `!=`, `in (…)`, `notin (…)`, `key`, `!key`) and field selectors
 //! (`path=value`, `path!=value` on any string field), as list and watch filter them.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 /// One requirement of a label selector.
@@ -36,23 +34,32 @@ impl LabelSelector {
 
     /// Whether `object`'s `metadata.labels` satisfy every requirement.
     pub(crate) fn matches(&self, object: &Value) -> bool {
-        let labels: BTreeMap<&str, &str> = object
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .map(|m| m.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))).collect())
-            .unwrap_or_default();
+        // Read in place: a list or a watch asks this of every object it passes.
+        let labels =
+            object.get("metadata").and_then(|m| m.get("labels")).and_then(Value::as_object);
+        let labels = Labels(labels);
         self.0.iter().all(|r| match r {
-            Requirement::Equals(k, v) => labels.get(k.as_str()) == Some(&v.as_str()),
-            Requirement::NotEquals(k, v) => labels.get(k.as_str()) != Some(&v.as_str()),
-            Requirement::In(k, vs) => {
-                labels.get(k.as_str()).is_some_and(|l| vs.iter().any(|v| v == l))
-            }
-            Requirement::NotIn(k, vs) => {
-                labels.get(k.as_str()).is_none_or(|l| !vs.iter().any(|v| v == l))
-            }
-            Requirement::Exists(k) => labels.contains_key(k.as_str()),
-            Requirement::NotExists(k) => !labels.contains_key(k.as_str()),
+            Requirement::Equals(k, v) => labels.get(k) == Some(v.as_str()),
+            Requirement::NotEquals(k, v) => labels.get(k) != Some(v.as_str()),
+            Requirement::In(k, vs) => labels.get(k).is_some_and(|l| vs.iter().any(|v| v == l)),
+            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.iter().any(|v| v == l)),
+            Requirement::Exists(k) => labels.contains_key(k),
+            Requirement::NotExists(k) => !labels.contains_key(k),
         })
+    }
+}
+
+/// An object's labels, looked up where they are (string values only, as the real server
+/// stores them).
+struct Labels<'a>(Option<&'a serde_json::Map<String, Value>>);
+
+impl Labels<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0?.get(key)?.as_str()
+    }
+
+    fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
     }
 }
 

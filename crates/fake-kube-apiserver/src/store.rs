@@ -2,7 +2,10 @@
 //! replace and the three patch types, status subresources, finalizers and `deletionTimestamp`.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::{Arc, OnceLock};
 
+use axum::body::Bytes;
 use serde_json::{Map, Value, json};
 
 use crate::discovery;
@@ -46,7 +49,8 @@ pub struct ObjectKey {
     pub name: String,
 }
 
-/// A watch event as sent on the wire.
+/// A watch event as sent on the wire. The log and every watch share one copy (an `Arc`),
+/// serialized once for all the watches that send it.
 #[derive(Debug, Clone)]
 pub struct Event {
     /// The resourceVersion it produced.
@@ -55,8 +59,32 @@ pub struct Event {
     pub key: ObjectKey,
     /// `ADDED`, `MODIFIED`, `DELETED`.
     pub kind: &'static str,
-    /// The object after the change (the last state, for DELETED).
-    pub object: Value,
+    /// The object after the change (the last state, for DELETED), shared with the store.
+    pub object: Arc<Value>,
+    wire: OnceLock<Bytes>,
+}
+
+impl Event {
+    fn new(rv: u64, key: ObjectKey, kind: &'static str, object: Arc<Value>) -> Self {
+        Event { rv, key, kind, object, wire: OnceLock::new() }
+    }
+
+    /// The watch line: `{"type":…,"object":…}` and a newline, made at the first ask.
+    pub fn wire(&self) -> Bytes {
+        self.wire.get_or_init(|| watch_line(self.kind, &self.object)).clone()
+    }
+}
+
+/// One watch line, serialized straight from the object (no copy of it).
+pub(crate) fn watch_line(kind: &str, object: &Value) -> Bytes {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"type\":");
+    // Writing JSON into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, kind);
+    out.extend_from_slice(b",\"object\":");
+    let _ = serde_json::to_writer(&mut out, object);
+    out.extend_from_slice(b"}\n");
+    Bytes::from(out)
 }
 
 /// A failed request: HTTP status, Kubernetes reason and message.
@@ -101,9 +129,9 @@ pub struct Store {
     /// Seeds the UIDs: random per server, as a real one's are (a controller that names
     /// cloud objects after a UID must never see two servers' Services share one).
     uid_seed: std::collections::hash_map::RandomState,
-    objects: BTreeMap<ObjectKey, Value>,
+    objects: BTreeMap<ObjectKey, Arc<Value>>,
     /// The most recent changes, oldest first (at most `history`).
-    pub log: VecDeque<Event>,
+    pub log: VecDeque<Arc<Event>>,
     history: usize,
 }
 
@@ -143,6 +171,11 @@ impl Store {
 
     /// One object.
     pub fn get(&self, key: &ObjectKey) -> Result<Value, Failure> {
+        self.current(key).map(|object| (*object).clone())
+    }
+
+    /// One object, shared: the copy a change starts from.
+    fn current(&self, key: &ObjectKey) -> Result<Arc<Value>, Failure> {
         self.objects.get(key).cloned().ok_or_else(|| not_found(key))
     }
 
@@ -157,10 +190,32 @@ impl Store {
         resource: &'a Resource,
         namespace: Option<&'a str>,
     ) -> impl Iterator<Item = &'a Value> {
-        let matches = self.objects.iter().filter(move |(k, _)| {
-            k.resource == *resource && namespace.is_none_or(|ns| ns == k.namespace)
-        });
-        matches.map(|(_, v)| v)
+        self.iter_after(resource, namespace, None)
+    }
+
+    /// The same, after the object `after` (namespace, name): where a list's next page starts.
+    pub(crate) fn iter_after<'a>(
+        &'a self,
+        resource: &'a Resource,
+        namespace: Option<&'a str>,
+        after: Option<(&str, &str)>,
+    ) -> impl Iterator<Item = &'a Value> + use<'a> {
+        // Keys sort by resource first: start at the resource's first key (or just after the
+        // page before), stop after its last.
+        let (namespace_from, name) = after.unwrap_or_default();
+        let from = ObjectKey {
+            resource: resource.clone(),
+            namespace: namespace_from.to_owned(),
+            name: name.to_owned(),
+        };
+        let bound = if after.is_some() { Bound::Excluded(from) } else { Bound::Included(from) };
+        let of_resource = self
+            .objects
+            .range((bound, Bound::Unbounded))
+            .take_while(move |(k, _)| k.resource == *resource);
+        let matches =
+            of_resource.filter(move |(k, _)| namespace.is_none_or(|ns| ns == k.namespace));
+        matches.map(|(_, v)| &**v)
     }
 
     /// A version-4 UUID for the object just counted: random-looking and unique per server.
@@ -229,9 +284,9 @@ impl Store {
         object: Value,
         status_only: bool,
     ) -> Result<Value, Failure> {
-        let old = self.get(key)?;
+        let old = self.current(key)?;
         check_precondition(&old, &object, key)?;
-        self.update(key, old, object, status_only)
+        self.update(key, &old, object, status_only)
     }
 
     /// Applies a patch of `kind`; a `metadata.resourceVersion` in a merge patch is a precondition.
@@ -242,8 +297,8 @@ impl Store {
         patch: &Value,
         status_only: bool,
     ) -> Result<Value, Failure> {
-        let old = self.get(key)?;
-        let mut object = old.clone();
+        let old = self.current(key)?;
+        let mut object = (*old).clone();
         match kind {
             PatchType::Merge | PatchType::Strategic => {
                 check_precondition(&old, patch, key)?;
@@ -255,7 +310,7 @@ impl Store {
             }
             PatchType::Json => patch::json_patch(&mut object, patch).map_err(patch_failure)?,
         }
-        self.update(key, old, object, status_only)
+        self.update(key, &old, object, status_only)
     }
 
     /// Deletes an object, or with finalizers only marks it (`deletionTimestamp`).
@@ -278,12 +333,12 @@ impl Store {
     fn update(
         &mut self,
         key: &ObjectKey,
-        old: Value,
+        old: &Value,
         mut object: Value,
         status_only: bool,
     ) -> Result<Value, Failure> {
-        keep_identity(&old, &mut object)?;
-        apply_subresource(&key.resource, &old, &mut object, status_only);
+        keep_identity(old, &mut object)?;
+        apply_subresource(&key.resource, old, &mut object, status_only);
         if old.pointer("/metadata/deletionTimestamp").is_some() {
             let before = finalizers(&old);
             if let Some(new) = finalizers(&object).into_iter().find(|f| !before.contains(f)) {
@@ -300,10 +355,8 @@ impl Store {
             }
         }
         strip_rv(&mut object);
-        let mut unchanged = old.clone();
-        strip_rv(&mut unchanged);
-        if object == unchanged {
-            return Ok(old);
+        if same_but_rv(&object, old) {
+            return Ok(old.clone());
         }
         Ok(self.commit(key.clone(), "MODIFIED", object))
     }
@@ -313,20 +366,22 @@ impl Store {
         self.rv += 1;
         let mut gone = last;
         gone["metadata"]["resourceVersion"] = json!(self.rv.to_string());
-        self.record(Event { rv: self.rv, key: key.clone(), kind: "DELETED", object: gone.clone() });
-        gone
+        let gone = Arc::new(gone);
+        self.record(Event::new(self.rv, key.clone(), "DELETED", gone.clone()));
+        (*gone).clone()
     }
 
     fn commit(&mut self, key: ObjectKey, kind: &'static str, mut object: Value) -> Value {
         self.rv += 1;
         object["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let object = Arc::new(object);
         self.objects.insert(key.clone(), object.clone());
-        self.record(Event { rv: self.rv, key, kind, object: object.clone() });
-        object
+        self.record(Event::new(self.rv, key, kind, object.clone()));
+        (*object).clone()
     }
 
     fn record(&mut self, event: Event) {
-        self.log.push_back(event);
+        self.log.push_back(Arc::new(event));
         while self.log.len() > self.history {
             self.log.pop_front();
         }
@@ -358,6 +413,24 @@ fn strip_rv(object: &mut Value) {
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("resourceVersion");
     }
+}
+
+/// `a == b` but for `metadata.resourceVersion` (compared in place: no copy of either).
+fn same_but_rv(a: &Value, b: &Value) -> bool {
+    fn but<'a>(
+        map: &'a Map<String, Value>,
+        skip: &'a str,
+    ) -> impl Iterator<Item = (&'a String, &'a Value)> {
+        map.iter().filter(move |(k, _)| *k != skip)
+    }
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return a == b };
+    but(a, "metadata").eq(but(b, "metadata"))
+        && match (a.get("metadata"), b.get("metadata")) {
+            (Some(Value::Object(ma)), Some(Value::Object(mb))) => {
+                but(ma, "resourceVersion").eq(but(mb, "resourceVersion"))
+            }
+            (ma, mb) => ma == mb,
+        }
 }
 
 fn finalizers(object: &Value) -> Vec<String> {
@@ -399,16 +472,20 @@ fn keep_identity(old: &Value, new: &mut Value) -> Result<(), Failure> {
 /// subresource changes only `status` (and metadata).
 fn apply_subresource(resource: &Resource, old: &Value, new: &mut Value, status_only: bool) {
     if status_only {
-        let mut result = old.clone();
+        // `status` and `metadata` moved from `new`, every other field copied from `old`.
+        let Some(old) = old.as_object() else { return };
+        let mut taken = new.as_object_mut().map(std::mem::take).unwrap_or_default();
+        let mut result: Map<String, Value> = old
+            .iter()
+            .filter(|(k, _)| *k != "status" && *k != "metadata")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         for field in ["status", "metadata"] {
-            match new.get(field) {
-                Some(value) => result[field] = value.clone(),
-                None => {
-                    result.as_object_mut().map(|o| o.remove(field));
-                }
+            if let Some(value) = taken.remove(field) {
+                result.insert(field.into(), value);
             }
         }
-        *new = result;
+        *new = Value::Object(result);
         return;
     }
     let Some(obj) = new.as_object_mut() else { return };

@@ -12,6 +12,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::selector::{LabelSelector, fields_match};
+use crate::store::watch_line;
 use crate::target::Target;
 use crate::{Event, Failure, Shared, Store};
 
@@ -26,8 +27,8 @@ pub(crate) struct WatchQuery {
     pub(crate) bookmarks: bool,
 }
 
-fn line(event: &Value) -> Result<Bytes, Infallible> {
-    Ok(Bytes::from(format!("{event}\n")))
+fn line(event: &Value) -> Bytes {
+    Bytes::from(format!("{event}\n"))
 }
 
 pub(crate) fn watch_response(
@@ -46,7 +47,8 @@ pub(crate) fn watch_response(
             message: format!("too old resource version: {rv} ({})", store.oldest_watchable()),
         };
         let event = json!({"type": "ERROR", "object": expired.status()});
-        return stream_response(Body::from_stream(futures::stream::iter([line(&event)])));
+        let once = futures::stream::iter([Ok::<_, Infallible>(line(&event))]);
+        return stream_response(Body::from_stream(once));
     }
     let matches = {
         let (resource, namespace) = (target.resource.clone(), target.namespace.clone());
@@ -58,17 +60,17 @@ pub(crate) fn watch_response(
                 && fields_match(fields.as_deref(), &event.object)
         }
     };
-    let initial: Vec<(u64, Value)> = match since {
+    // Lines made here, under the store's lock: no object is copied, only serialized.
+    let initial: Vec<(u64, Bytes)> = match since {
         None => {
-            // Filtered in place: only the objects the watch sends are cloned.
             let objects = store.iter(&target.resource, target.namespace.as_deref());
             let objects = objects
                 .filter(|o| query.labels.matches(o) && fields_match(query.fields.as_deref(), o));
-            objects.map(|o| (0, json!({"type": "ADDED", "object": o}))).collect()
+            objects.map(|o| (0, watch_line("ADDED", o))).collect()
         }
         Some(rv) => {
             let events = store.log.iter().filter(|e| e.rv > rv && matches(e));
-            events.map(|e| (e.rv, json!({"type": e.kind, "object": e.object}))).collect()
+            events.map(|e| (e.rv, e.wire())).collect()
         }
     };
     let start_rv = store.rv();
@@ -76,21 +78,21 @@ pub(crate) fn watch_response(
         let kind = target.resource.kind();
         let api_version = target.resource.api_version.clone();
         move |rv: u64| {
-            json!({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version,
-                   "metadata": {"resourceVersion": rv.to_string()}}})
+            line(&json!({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version,
+                   "metadata": {"resourceVersion": rv.to_string()}}}))
         }
     };
     let live = tokio_stream::wrappers::BroadcastStream::new(shared.events.subscribe())
         .take_while(|r| std::future::ready(r.is_ok()))
         .filter_map(move |r| {
             let out = r.ok().filter(|e| e.rv > start_rv && matches(e));
-            std::future::ready(out.map(|e| (e.rv, json!({"type": e.kind, "object": e.object}))))
+            std::future::ready(out.map(|e| (e.rv, e.wire())))
         });
     let ticks = if query.bookmarks {
         let first = tokio::time::Instant::now() + shared.bookmark_interval;
         let interval = tokio::time::interval_at(first, shared.bookmark_interval);
         tokio_stream::wrappers::IntervalStream::new(interval)
-            .map(|_| (u64::MAX, Value::Null))
+            .map(|_| (u64::MAX, Bytes::new()))
             .boxed()
     } else {
         futures::stream::pending().boxed()
@@ -110,7 +112,7 @@ pub(crate) fn watch_response(
             };
             std::future::ready(Some(out))
         })
-        .map(|event| line(&event))
+        .map(Ok::<_, Infallible>)
         .take_until(ended(shared, query.timeout));
     stream_response(Body::from_stream(stream))
 }

@@ -97,3 +97,46 @@ fn uids_are_version_4_uuids_unique_per_object_and_per_server() {
     let head = |u: &str| u.replace('-', "")[..31].to_owned();
     assert_ne!(head(&a), head(&b));
 }
+
+#[test]
+fn a_resource_is_listed_from_where_the_page_before_ended_and_no_further() {
+    let mut store = Store::default();
+    let secrets = Resource { api_version: "v1".into(), plural: "secrets".into() };
+    let leases = Resource { api_version: "coordination.k8s.io/v1".into(), plural: "leases".into() };
+    for (resource, namespace, name) in [
+        (&leases, "a", "l"),
+        (&nodes(), "", "n1"),
+        (&secrets, "a", "s1"),
+        (&secrets, "b", "s2"),
+        (&secrets, "b", "s3"),
+        (&nodes(), "", "n2"),
+    ] {
+        store.create(resource, namespace, json!({"metadata": {"name": name}})).unwrap();
+    }
+    let names = |items: Vec<&Value>| -> Vec<String> {
+        items.iter().map(|o| o["metadata"]["name"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(names(store.iter(&secrets, None).collect()), ["s1", "s2", "s3"]);
+    assert_eq!(names(store.iter(&nodes(), None).collect()), ["n1", "n2"]);
+    assert_eq!(names(store.iter(&secrets, Some("b")).collect()), ["s2", "s3"]);
+    let after = |ns, name| store.iter_after(&secrets, None, Some((ns, name))).collect();
+    assert_eq!(names(after("a", "s1")), ["s2", "s3"]);
+    assert_eq!(names(after("b", "s2")), ["s3"]);
+    assert_eq!(names(after("a", "zz")), ["s2", "s3"], "a name the page ended on may be gone since");
+    assert!(after("b", "s3").is_empty());
+}
+
+#[test]
+fn a_status_write_keeps_the_rest_of_the_object_and_drops_what_the_patch_removes() {
+    let mut store = Store::default();
+    let node = json!({"metadata": {"name": "n", "labels": {"a": "1"}}, "spec": {"x": 1},
+                      "status": {"phase": "a", "addresses": [1]}});
+    store.create(&nodes(), "", node).unwrap();
+    let patch =
+        json!({"metadata": {"labels": null}, "spec": {"x": 2}, "status": {"addresses": null}});
+    let out = store.patch(&key("n"), PatchType::Merge, &patch, true).unwrap();
+    assert_eq!(out["spec"], json!({"x": 1}));
+    assert_eq!(out["status"], json!({"phase": "a"}));
+    assert_eq!(out["metadata"].get("labels"), None);
+    assert_eq!(out["kind"], "Node");
+}
