@@ -15,7 +15,7 @@ use crate::load_balancer::{
     OWNER_TAG, delete_service, ingress_ip, lb_list, node, reasons, start, start_with,
     start_with_flags, until,
 };
-use crate::support::scene;
+use crate::support::{scene, writes};
 
 /// The load-balancer name the controller documents: upstream's when it fits Octavia's 255
 /// bytes, else its first 246 bytes, `_` and the first 8 hex digits of its SHA-256.
@@ -160,6 +160,77 @@ async fn a_proxy_protocol_service_gets_an_ingress_hostname_and_the_hostname_anno
     })
     .await;
     delete_service(&fake, &process, "shop", "proxied").await;
+}
+
+/// Issue 41 (4): with the global `enable-ingress-hostname` off, the annotation gives one
+/// PROXY-protocol Service `<VIP>.<ingress-hostname-suffix>` and takes it back, each time at the
+/// next reconcile with no change sent to Octavia; another Service keeps its address.
+#[tokio::test]
+#[ignore = "needs real OpenStack with Octavia (scripts/openstack-up.sh)"]
+async fn the_enable_ingress_hostname_annotation_flips_one_services_status_and_nothing_else() {
+    let _sweep = Sweep::start();
+    let env = StackEnv::load();
+    let fake = Cluster::start();
+    fake.create("v1", "nodes", "", node("name-a", "10.0.0.173"));
+    let proxied = json!({"loadbalancer.openstack.org/proxy-protocol": "true"});
+    for (name, node_port) in [("asked", 30173), ("other", 30174)] {
+        let mut service = load_balancer_service("shop", name, &[(80, node_port)]);
+        service["metadata"]["annotations"] = proxied.clone();
+        fake.create("v1", "services", "shop", service);
+    }
+    let lb = format!(
+        "subnet-id = {}\ningress-hostname-suffix = example.test\n",
+        env["OPENSTACK_INTERNAL_SUBNET_ID"]
+    );
+    let cloud = &env["OPENSTACK_CLOUD_APPCRED"];
+    let (process, cluster, port, _dir) = start_with_flags(&env, &fake, cloud, "name", &lb, &[]);
+    let ingress = |name: &'static str| {
+        let fake = fake.clone();
+        async move || {
+            fake.get("v1", "services", "shop", name)?
+                .pointer("/status/loadBalancer/ingress")
+                .cloned()
+        }
+    };
+    let stack = &env;
+    let vip = |name: &str| {
+        let name = format!("kube_service_{cluster}_shop_{name}");
+        async move || {
+            let lbs = lb_list(stack, &name).await;
+            let [lb] = lbs.as_array()?.as_slice() else { return None };
+            Some((lb["id"].as_str()?.to_owned(), lb["vip_address"].as_str()?.to_owned()))
+        }
+    };
+    let (id, address) = until("the load balancer of shop/asked", &process, vip("asked")).await;
+    let plain = json!([{"ip": address, "ipMode": "Proxy"}]);
+    let named = json!([{"hostname": format!("{address}.example.test")}]);
+    until("the address as the ingress", &process, async || {
+        (ingress("asked")().await? == plain).then_some(())
+    })
+    .await;
+    let (_, other) = until("the load balancer of shop/other", &process, vip("other")).await;
+    let other_ingress = json!([{"ip": other, "ipMode": "Proxy"}]);
+    until("the other's ingress", &process, async || {
+        (ingress("other")().await? == other_ingress).then_some(())
+    })
+    .await;
+
+    let before = writes(port, "load-balancer").await;
+    for (value, want) in [("true", &named), ("false", &plain), ("true", &named)] {
+        let toggle = json!({"metadata": {"annotations": {
+            "loadbalancer.openstack.org/enable-ingress-hostname": value}}});
+        fake.patch("v1", "services", "shop", "asked", toggle);
+        until(&format!("the ingress with the annotation {value}"), &process, async || {
+            (ingress("asked")().await? == *want).then_some(())
+        })
+        .await;
+    }
+    assert_eq!(writes(port, "load-balancer").await, before, "a change went to Octavia");
+    assert_eq!(vip("asked")().await.map(|(id, _)| id), Some(id), "the load balancer was replaced");
+    assert_eq!(ingress("other")().await, Some(other_ingress), "the other Service changed");
+    for name in ["asked", "other"] {
+        delete_service(&fake, &process, "shop", name).await;
+    }
 }
 
 #[tokio::test]

@@ -213,6 +213,20 @@ pub(crate) async fn requests(port: u16, service: &str, operation: &str) -> u64 {
         .sum()
 }
 
+/// The binary's requests to `service` that change something (operations ending in `_create`,
+/// `_update` or `_delete`), all results summed, from its /metrics on `port`.
+pub(crate) async fn writes(port: u16, service: &str) -> u64 {
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    let text = https().get(url).send().await.unwrap().text().await.unwrap();
+    let labels = format!("{{service=\"{service}\",operation=\"");
+    let write = |l: &&str| ["_create\"", "_update\"", "_delete\""].iter().any(|w| l.contains(w));
+    text.lines()
+        .filter(|l| l.starts_with("occm_openstack_api_requests_total") && l.contains(&labels))
+        .filter(write)
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// An HTTPS client that accepts the self-signed serving certificate.
 pub(crate) fn https() -> reqwest::Client {
     reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap()

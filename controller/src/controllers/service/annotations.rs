@@ -26,8 +26,8 @@ pub(crate) enum Support {
     Written,
 }
 
-/// Every annotation the upstream CCM documents, after the prefix, and what this controller does
-/// with it (the controller README's table is this list).
+/// Every annotation the upstream CCM documents, and those of ours under its prefix, after the
+/// prefix, and what this controller does with each (the controller README's table is this list).
 pub(crate) const ANNOTATIONS: &[(&str, Support)] = &[
     ("class", Support::Applied),
     ("connection-limit", Support::Applied),
@@ -49,6 +49,8 @@ pub(crate) const ANNOTATIONS: &[(&str, Support)] = &[
     ("health-monitor-max-retries", Support::Applied),
     ("health-monitor-max-retries-down", Support::Applied),
     ("hostname", Support::Applied),
+    // Ours: the global `enable-ingress-hostname` for one Service (upstream has only the key).
+    ("enable-ingress-hostname", Support::Applied),
     ("load-balancer-id", Support::Applied),
     ("node-selector", Support::Applied),
     ("proxy-protocol", Support::Applied),
@@ -89,8 +91,11 @@ pub(crate) struct Defaults {
     pub(crate) node_selector: BTreeMap<String, String>,
     /// `lb-provider` (upstream sends it on every create).
     pub(crate) provider: String,
-    /// `enable-ingress-hostname`: a PROXY-protocol Service's ingress is `<ip>.<suffix>`.
-    pub(crate) ingress_hostname_suffix: Option<String>,
+    /// `enable-ingress-hostname`: a PROXY-protocol Service's ingress is `<ip>.<suffix>` (the
+    /// Service's annotation of the same name overrides it).
+    pub(crate) enable_ingress_hostname: bool,
+    /// `ingress-hostname-suffix`: the `<suffix>`, for every Service.
+    pub(crate) ingress_hostname_suffix: String,
 }
 
 impl Defaults {
@@ -122,9 +127,8 @@ impl Defaults {
             floating_subnet: lb.floating_subnet.clone(),
             floating_subnet_by_class: false,
             provider: lb.lb_provider.clone(),
-            ingress_hostname_suffix: lb
-                .enable_ingress_hostname
-                .then(|| lb.ingress_hostname_suffix.clone()),
+            enable_ingress_hostname: lb.enable_ingress_hostname,
+            ingress_hostname_suffix: lb.ingress_hostname_suffix.clone(),
             flavor_id: lb.flavor_id.clone(),
             availability_zone: lb.availability_zone.clone(),
             node_selector,
@@ -256,7 +260,10 @@ pub(crate) fn settings(
         flavor_id: read.text("flavor-id").or(base.flavor_id),
         availability_zone: read.text("availability-zone").or(base.availability_zone),
         hostname: read.text("hostname"),
-        ingress_hostname_suffix: base.ingress_hostname_suffix.clone(),
+        ingress_hostname_suffix: read
+            .bool("enable-ingress-hostname")
+            .unwrap_or(base.enable_ingress_hostname)
+            .then(|| base.ingress_hostname_suffix.clone()),
         provider: base.provider.clone(),
         load_balancer_id: read.text("load-balancer-id"),
         node_selector,

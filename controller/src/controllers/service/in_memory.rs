@@ -473,6 +473,7 @@ pub(crate) fn context_with(
         internal: true,
         lb_method: "ROUND_ROBIN".into(),
         subnet_id: Some("subnet-1".into()),
+        ingress_hostname_suffix: "nip.io".into(),
         ..Defaults::default()
     };
     let settings = LbSettings {

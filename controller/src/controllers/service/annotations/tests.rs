@@ -157,3 +157,35 @@ fn the_load_balancer_id_constant_is_the_prefixed_annotation() {
     assert_eq!(LOAD_BALANCER_ID, format!("{PREFIX}load-balancer-id"));
     assert!(ANNOTATIONS.iter().any(|(short, _)| *short == "load-balancer-id"));
 }
+
+/// Issue 41 (4): the annotation overrides the global `enable-ingress-hostname` for one Service
+/// either way; the suffix stays the global `ingress-hostname-suffix`.
+#[test]
+fn enable_ingress_hostname_per_service_overrides_the_global_key() {
+    let off = Defaults { ingress_hostname_suffix: "nip.io".into(), ..defaults() };
+    let on = Defaults { enable_ingress_hostname: true, ..off.clone() };
+    let key = ours("enable-ingress-hostname");
+    let cases = [
+        (&off, None, None),
+        (&on, None, Some("nip.io")),
+        (&off, Some("true"), Some("nip.io")),
+        (&on, Some("false"), None),
+        (&on, Some("true"), Some("nip.io")),
+    ];
+    for (base, value, want) in cases {
+        let a = annotations(
+            value.as_slice().iter().map(|v| (key.as_str(), *v)).collect::<Vec<_>>().as_slice(),
+        );
+        let got = settings(&a, base, &BTreeMap::new()).unwrap();
+        assert_eq!(
+            got.ingress_hostname_suffix.as_deref(),
+            want,
+            "global {}, annotation {value:?}",
+            base.enable_ingress_hostname
+        );
+        assert!(got.ignored.is_empty(), "{:?}", got.ignored);
+    }
+    let bad = annotations(&[(&key, "sometimes")]);
+    let errors = settings(&bad, &on, &BTreeMap::new()).unwrap_err();
+    assert_eq!(errors, [format!("{key}: \"sometimes\" is not a boolean (true or false)")]);
+}

@@ -76,6 +76,46 @@ async fn a_reconcile_on_a_copy_older_than_our_own_writes_is_skipped_and_the_newe
     assert_eq!(fake.writes().len(), writes);
 }
 
+/// Issue 41 (4): `enable-ingress-hostname` on one Service (the global key off) turns its ingress
+/// into `<address>.<suffix>` and back at the next reconcile, with only reads of the load
+/// balancer and one status write each way.
+#[tokio::test]
+async fn the_ingress_hostname_annotation_flips_the_status_without_touching_the_load_balancer() {
+    let fake = fake_kube_apiserver::FakeApiServer::start().await.unwrap();
+    let cloud = Arc::new(Memory::default());
+    let ctx = in_memory::context(fake.client(), cloud.clone());
+    let proxied = json!({"metadata": {"annotations": {
+        "loadbalancer.openstack.org/proxy-protocol": "true"}}});
+    fake.patch("v1", "services", "shop", web(&fake).name_any().as_str(), proxied);
+    reconcile_and_report(stored(&fake).unwrap(), ctx.clone()).await.unwrap();
+    let plain = json!([{"ip": "10.0.0.10", "ipMode": "Proxy"}]);
+    assert_eq!(ingress_of(&stored(&fake).unwrap()), plain);
+
+    let named = json!([{"hostname": "10.0.0.10.nip.io"}]);
+    for (value, want) in [("true", &named), ("false", &plain), ("true", &named)] {
+        let toggle = json!({"metadata": {"annotations": {
+            "loadbalancer.openstack.org/enable-ingress-hostname": value}}});
+        fake.patch("v1", "services", "shop", "web", toggle);
+        let (_, service_writes) = (cloud.calls(), service_writes(&fake));
+        reconcile_and_report(stored(&fake).unwrap(), ctx.clone()).await.unwrap();
+        assert_eq!(ingress_of(&stored(&fake).unwrap()), *want, "annotation {value}");
+        assert_eq!(cloud.calls(), ["get", "tree", "floatingip_list"], "only reads ({value})");
+        let written = &service_writes_since(&fake, service_writes);
+        assert_eq!(written, &["/api/v1/namespaces/shop/services/web/status"], "{value}");
+    }
+}
+
+/// How many writes to Services the controller has made.
+fn service_writes(fake: &fake_kube_apiserver::FakeApiServer) -> usize {
+    fake.writes().iter().filter(|r| r.path.contains("/services/")).count()
+}
+
+/// The paths of the controller's writes to Services after the first `skip`.
+fn service_writes_since(fake: &fake_kube_apiserver::FakeApiServer, skip: usize) -> Vec<String> {
+    let writes = fake.writes().into_iter().filter(|r| r.path.contains("/services/"));
+    writes.skip(skip).map(|r| r.path).collect()
+}
+
 fn ingress_of(service: &Service) -> Value {
     let status = service.status.as_ref().and_then(|s| s.load_balancer.as_ref());
     serde_json::to_value(status.and_then(|l| l.ingress.as_ref())).unwrap()
