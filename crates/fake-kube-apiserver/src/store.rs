@@ -340,7 +340,7 @@ impl Store {
         keep_identity(old, &mut object)?;
         apply_subresource(&key.resource, old, &mut object, status_only);
         if old.pointer("/metadata/deletionTimestamp").is_some() {
-            let before = finalizers(&old);
+            let before = finalizers(old);
             if let Some(new) = finalizers(&object).into_iter().find(|f| !before.contains(f)) {
                 let message = format!(
                     "{} {:?} is invalid: metadata.finalizers: Forbidden: no new finalizers can be \
