@@ -247,6 +247,19 @@ pub enum Command {
     /// not found); 2, changing nothing, when `--cluster-name` contradicts those tags or they
     /// name more than one cluster. Safe to run twice.
     MigrateLoadBalancers(crate::migrate::MigrateArgs),
+    /// Delete everything the service controller made for one cluster in OpenStack.
+    ///
+    /// For tearing a cluster down (an installer's `destroy`, after the cluster's API is gone or
+    /// before): every load balancer (with its listeners, pools and monitors), floating IP,
+    /// member security group (taken off the node ports first) and VIP port Octavia left behind
+    /// that a controller made for cluster `--cluster-name`, whether or not its Service still
+    /// exists. Objects are the cluster's by the service controller's ownership rule (our tags,
+    /// upstream's CCM's names and descriptions); objects of another cluster and look-alikes
+    /// without those marks are never touched (`--verbose` prints one line for each, saying
+    /// why). Everything is read before anything changes. Prints one line per object; exits 0
+    /// when everything is gone (or nothing was there), 1 when something could not be deleted
+    /// (named, with the reason), 2 on bad input, before any change. Safe to run twice.
+    Purge(crate::purge::PurgeArgs),
 }
 
 /// Flags that OpenShift's operator or the upstream manifests pass and that have no effect here

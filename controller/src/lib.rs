@@ -31,6 +31,8 @@ pub mod kube;
 pub(crate) mod leader;
 pub mod metrics;
 pub mod migrate;
+pub(crate) mod oneshot;
+pub mod purge;
 pub mod reload;
 pub(crate) mod server;
 pub(crate) mod token_bucket;

@@ -39,15 +39,22 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Some(Command::MigrateLoadBalancers(args)) = flags.command {
+    if let Some(command) = flags.command {
         let search = occm::config::clouds::search_paths(env.os_client_config_file, env.home);
-        return match runtime.block_on(occm::migrate::run(args, search)) {
-            Ok(occm::migrate::Outcome::Done) => ExitCode::SUCCESS,
-            Ok(occm::migrate::Outcome::Failed) => ExitCode::FAILURE,
-            Ok(occm::migrate::Outcome::Refused) => ExitCode::from(2),
+        let (name, outcome) = match command {
+            Command::MigrateLoadBalancers(args) => {
+                let run = runtime.block_on(occm::migrate::run(args, search));
+                ("migrate-load-balancers", run.map(|o| o as u8))
+            }
+            Command::Purge(args) => {
+                ("purge", runtime.block_on(occm::purge::run(args, search)).map(|o| o as u8))
+            }
+        };
+        return match outcome {
+            Ok(status) => ExitCode::from(status),
             Err(error) => {
                 let error = chain(error.as_ref());
-                eprintln!("openstack-cloud-controller-manager migrate-load-balancers: {error}");
+                eprintln!("openstack-cloud-controller-manager {name}: {error}");
                 ExitCode::FAILURE
             }
         };

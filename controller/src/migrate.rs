@@ -15,10 +15,8 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{Context as _, bail};
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
@@ -29,7 +27,6 @@ use crate::controllers::service::names::ServiceId;
 use crate::controllers::service::ownership::{self, Found, Maker};
 use crate::controllers::service::reconcile::wants_load_balancer;
 use crate::controllers::service::{annotations, diff, names, wait};
-use crate::metrics::Metrics;
 
 /// Where the load balancers go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -67,11 +64,11 @@ pub struct MigrateArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Every Service went through (exit 0).
-    Done,
+    Done = 0,
     /// At least one Service did not (exit 1); each line says why.
-    Failed,
+    Failed = 1,
     /// Nothing was changed: the cluster name is in doubt (exit 2).
-    Refused,
+    Refused = 2,
 }
 
 /// What to do with one Service's load balancer.
@@ -142,38 +139,13 @@ pub(crate) fn step(to: Target, found: &Found, others: usize, service: &ServiceId
 
 /// Runs the command.
 pub async fn run(args: MigrateArgs, search: Vec<PathBuf>) -> anyhow::Result<Outcome> {
-    let checked = crate::config::load(&args.cloud_config, &search)?;
-    let errors = checked.errors();
-    if !errors.is_empty() {
-        bail!("{}: {}", args.cloud_config.display(), errors.join("; "));
-    }
-    let config = checked.config(&args.cloud_config.display().to_string())?;
+    let (checked, config) =
+        crate::oneshot::read_config(&args.cloud_config, &search).map_err(anyhow::Error::msg)?;
     let client =
         crate::kube::client(args.kubeconfig.as_deref(), None, crate::kube::Refused::shared())
             .await?;
-    let mut credentials = crate::config::credentials(&checked.values);
-    if let (Some(name), Some(namespace)) =
-        (&config.global.secret_name, &config.global.secret_namespace)
-    {
-        let secret = Api::<Secret>::namespaced(client.clone(), namespace)
-            .get(name)
-            .await
-            .with_context(|| format!("reading the credentials Secret {namespace}/{name}"))?;
-        let origin = format!("secret {namespace}/{name}");
-        credentials = crate::kube::secret::credentials(&checked.values, &secret, &origin)
-            .map_err(anyhow::Error::msg)?
-            .1;
-    }
-    let cloud = OpenStack::new(Metrics::shared(), config.metadata.request_timeout);
-    cloud.set_credentials(credentials);
-    let connector = tokio::spawn(cloud.clone().keep_connected());
-    let mut ready = cloud.subscribe_ready();
-    let login = tokio::time::timeout(Duration::from_secs(60), ready.wait_for(|r| *r)).await;
-    if !matches!(login, Ok(Ok(_))) {
-        connector.abort();
-        let reason = cloud.readiness().err().unwrap_or_default();
-        bail!("cannot log in to OpenStack within 60 s: {reason}");
-    }
+    let connected = crate::oneshot::login(&checked, &config, Some(&client)).await?;
+    let cloud = connected.cloud.clone();
     let services = Api::<Service>::all(client).list(&ListParams::default()).await?;
     let services: Vec<&Service> =
         services.items.iter().filter(|s| wants_load_balancer(s)).collect();
@@ -181,7 +153,6 @@ pub async fn run(args: MigrateArgs, search: Vec<PathBuf>) -> anyhow::Result<Outc
     let cluster_name = match cluster::choose(args.cluster_name.as_deref(), &tagged) {
         Ok(name) => name,
         Err(why) => {
-            connector.abort();
             eprintln!(
                 "openstack-cloud-controller-manager migrate-load-balancers: refused, nothing changed: {why}"
             );
@@ -198,7 +169,7 @@ pub async fn run(args: MigrateArgs, search: Vec<PathBuf>) -> anyhow::Result<Outc
         println!("{}/{}: {line}", service.namespace().unwrap_or_default(), service.name_any());
         all_ok &= ok;
     }
-    connector.abort();
+    drop(connected);
     Ok(if all_ok { Outcome::Done } else { Outcome::Failed })
 }
 

@@ -12,6 +12,8 @@ use crate::cloud::limit::Noted as _;
 #[serde(default)]
 pub(crate) struct FloatingIp {
     pub(crate) id: String,
+    /// The project it is in (`purge` refuses to work across projects).
+    pub(crate) project_id: String,
     pub(crate) floating_ip_address: String,
     pub(crate) floating_network_id: String,
     pub(crate) port_id: Option<String>,

@@ -118,7 +118,7 @@ impl Octavia for OpenStack {
     async fn load_balancers_of(&self, project_id: &str) -> Result<Vec<LoadBalancer>> {
         let what = format!("the load balancers of project {project_id}");
         self.call(SERVICE, "loadbalancer_list_project", &what, |s| async move {
-            octavia::load_balancers_of(&s, project_id).await
+            octavia::load_balancers_of(&s, Some(project_id)).await
         })
         .await
     }

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub(crate) mod floating_ips;
+pub(crate) mod inventory;
 pub mod limit;
 pub(crate) mod load_balancing;
 pub mod neutron;

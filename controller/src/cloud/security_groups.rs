@@ -21,6 +21,8 @@ const ADDRESSES_PER_LISTING: usize = 100;
 #[serde(default)]
 pub(crate) struct SecurityGroup {
     pub(crate) id: String,
+    /// The project it is in (`purge` refuses to work across projects).
+    pub(crate) project_id: String,
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) tags: Vec<String>,
@@ -135,6 +137,16 @@ pub(crate) trait SecurityGroups: Send + Sync + 'static {
 #[derive(Deserialize)]
 struct GroupsRoot {
     security_groups: Vec<SecurityGroup>,
+}
+
+/// Security groups matching `filter` (`project_id`, …), with their rules.
+pub(crate) async fn list(
+    session: &Session,
+    filter: &[(&str, &str)],
+) -> Result<Vec<SecurityGroup>, osauth::Error> {
+    let root: GroupsRoot =
+        session.get(NETWORK, &["security-groups"]).query(filter).fetched().await?;
+    Ok(root.security_groups)
 }
 
 #[derive(Deserialize)]

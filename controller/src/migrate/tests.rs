@@ -9,14 +9,7 @@ const OURS: &str = "kube_service_infra_shop_web";
 const IN_TREE: &str = "a6f1e0b9a5d2c4c8e9f001234567890a";
 
 fn lb(name: &str, tags: &[&str], status: &str) -> LoadBalancer {
-    LoadBalancer {
-        id: "lb-1".into(),
-        name: name.into(),
-        description: "d".into(),
-        provisioning_status: status.into(),
-        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
-        ..LoadBalancer::default()
-    }
+    LoadBalancer { provisioning_status: status.into(), ..LoadBalancer::marked(name, "d", tags) }
 }
 
 #[test]

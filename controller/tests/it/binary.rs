@@ -38,6 +38,63 @@ fn check_config_prints_redacted_config_and_exits_by_validity() {
     assert!(stderr.contains("[Metadata] request-timeout: \"60\" is not a duration"), "{stderr}");
 }
 
+/// `purge` on bad input exits 2 before any request, saying why and that nothing changed: an
+/// empty cluster name, a cloud config that is missing or wrong (naming the file and the key), a
+/// Secret named with no kubeconfig to read it, no `--cluster-name`. Keystone here is a port
+/// where nothing listens, so a run that got as far as a login would fail otherwise (exit 1).
+#[test]
+fn purge_refuses_bad_input_before_any_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let unreachable = format!("http://127.0.0.1:{}/v3", free_port());
+    let good = dir.path().join("good.conf");
+    let creds = format!(
+        "[Global]\nauth-url = {unreachable}\nusername = u\npassword = p\ntenant-name = t\n"
+    );
+    std::fs::write(&good, &creds).unwrap();
+    let bad = dir.path().join("bad.conf");
+    std::fs::write(&bad, format!("{creds}[LoadBalancer]\nmonitor-delay = 5\n")).unwrap();
+    let secret = dir.path().join("secret.conf");
+    std::fs::write(&secret, "[Global]\nsecret-name = cloud\nsecret-namespace = kube-system\n")
+        .unwrap();
+    let missing = dir.path().join("missing.conf");
+    let purge = |conf: &std::path::Path, cluster: &str| {
+        let out = Command::new(BIN)
+            .arg("purge")
+            .arg(format!("--cloud-config={}", conf.display()))
+            .arg(format!("--cluster-name={cluster}"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "", "nothing on stdout: {stderr}");
+        (out.status.code(), stderr)
+    };
+    let refused = "openstack-cloud-controller-manager purge: refused, nothing changed: ";
+    let cases = [
+        (good.as_path(), " ", "--cluster-name is empty".to_owned()),
+        (missing.as_path(), "infra", missing.display().to_string()),
+        (
+            bad.as_path(),
+            "infra",
+            "[LoadBalancer] monitor-delay: \"5\" is not a duration".to_owned(),
+        ),
+    ];
+    for (conf, cluster, why) in cases {
+        let (code, stderr) = purge(conf, cluster);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(refused) && stderr.contains(&why), "{why}: {stderr}");
+    }
+    // No --kubeconfig: the Secret cannot be read.
+    let (code, stderr) = purge(&secret, "infra");
+    assert_eq!(code, Some(2), "{stderr}");
+    let why = "[Global] secret-name names the credentials Secret kube-system/cloud: reading it \
+               needs --kubeconfig";
+    assert!(stderr.contains(refused) && stderr.contains(why), "{stderr}");
+    // The flag is required.
+    let out = Command::new(BIN).args(["purge", "--cloud-config"]).arg(&good).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--cluster-name"));
+}
+
 /// The binary against a fake API server, its Keystone a port where nothing listens and its
 /// password `fixture-pass-4711` (which must never reach the log).
 async fn start_with_keystone_down(

@@ -16,6 +16,7 @@ mod load_balancer_settings;
 mod member_hold;
 mod oracle;
 mod proxy;
+mod purge;
 mod real_kube_bootstrap;
 mod real_kube_hand_back;
 mod real_kube_leader;

@@ -179,15 +179,16 @@ pub(crate) async fn load_balancers_named(
 }
 
 /// Every load balancer of project `project_id`, page after page (the filter keeps an admin's
-/// credentials from listing every project's).
+/// credentials from listing every project's); `None`: every one the credentials may list.
 pub(crate) async fn load_balancers_of(
     session: &Session,
-    project_id: &str,
+    project_id: Option<&str>,
 ) -> Result<Vec<LoadBalancer>, osauth::Error> {
     let mut all = Vec::new();
     let mut marker: Option<String> = None;
     loop {
-        let mut query = vec![("project_id", project_id)];
+        let mut query: Vec<(&str, &str)> =
+            project_id.map(|p| ("project_id", p)).into_iter().collect();
         if let Some(marker) = marker.as_deref() {
             query.push(("marker", marker));
         }

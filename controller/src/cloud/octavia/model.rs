@@ -25,6 +25,21 @@ pub(crate) struct LoadBalancer {
     pub(crate) pools: Vec<IdRef>,
 }
 
+#[cfg(test)]
+impl LoadBalancer {
+    /// Load balancer `lb-1` with this name, description and tags: the marks the ownership
+    /// rules read (tests).
+    pub(crate) fn marked(name: &str, description: &str, tags: &[&str]) -> Self {
+        LoadBalancer {
+            id: "lb-1".into(),
+            name: name.into(),
+            description: description.into(),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            ..LoadBalancer::default()
+        }
+    }
+}
+
 /// `{"id": …}` as Octavia lists children.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]

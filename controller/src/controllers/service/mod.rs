@@ -28,7 +28,7 @@ pub(crate) mod run;
 pub(crate) mod security_group;
 mod service_api;
 pub(crate) mod settings;
-mod vip_port;
+pub(crate) mod vip_port;
 pub(crate) mod wait;
 
 use std::sync::Arc;

@@ -200,23 +200,33 @@ async fn delete_rules_naming<C: SecurityGroups>(cloud: &C, group: &SecurityGroup
 /// Every group a controller made for this Service: off its ports, then deleted.
 pub(crate) async fn delete<C: SecurityGroups>(cloud: &C, owner: Owner<'_>) -> Result<()> {
     for group in ours(cloud, owner).await? {
-        let doing = format!("listing the ports of security group {}", group.id);
-        let carrying = cloud.ports_in_group(&group.id).await.map_err(Error::cloud(doing))?;
-        for port in &carrying {
-            take_off(cloud, port, &group).await?;
-        }
-        if !names::is_ours(&group.tags) {
-            // Never taken over (the in-tree provider's): its rules in the nodes' groups too.
-            delete_rules_naming(cloud, &group).await?;
-        }
-        let doing = format!("deleting security group {}", group.id);
-        match cloud.delete_security_group(&group.id).await {
-            Ok(()) => {}
-            Err(e) if e.is_not_found() => {}
-            Err(source) => return Err(Error::cloud(doing)(source)),
-        }
-        tracing::info!(group = %group.id, "security group deleted");
+        delete_group(cloud, &group).await?;
     }
+    Ok(())
+}
+
+/// Deletes `group`, a controller's: taken off every port that carries it first (a port keeps
+/// its other groups), and for one never taken over (the in-tree provider's), its rules in the
+/// nodes' groups too.
+pub(crate) async fn delete_group<C: SecurityGroups>(
+    cloud: &C,
+    group: &SecurityGroup,
+) -> Result<()> {
+    let doing = format!("listing the ports of security group {}", group.id);
+    let carrying = cloud.ports_in_group(&group.id).await.map_err(Error::cloud(doing))?;
+    for port in &carrying {
+        take_off(cloud, port, group).await?;
+    }
+    if !names::is_ours(&group.tags) {
+        delete_rules_naming(cloud, group).await?;
+    }
+    let doing = format!("deleting security group {}", group.id);
+    match cloud.delete_security_group(&group.id).await {
+        Ok(()) => {}
+        Err(e) if e.is_not_found() => {}
+        Err(source) => return Err(Error::cloud(doing)(source)),
+    }
+    tracing::info!(group = %group.id, "security group deleted");
     Ok(())
 }
 

@@ -7,13 +7,7 @@ static WEB: LazyLock<ServiceId<'static>> =
     LazyLock::new(|| ServiceId::new("infra-7x", "shop", "web", UID));
 
 fn lb(name: &str, description: &str, tags: &[&str]) -> LoadBalancer {
-    LoadBalancer {
-        id: "lb-1".into(),
-        name: name.into(),
-        description: description.into(),
-        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
-        ..LoadBalancer::default()
-    }
+    LoadBalancer::marked(name, description, tags)
 }
 
 const OURS: &str = "kube_service_infra-7x_shop_web";

@@ -218,7 +218,7 @@ mod neutron {
                 name: name.into(),
                 description: description.into(),
                 tags: tags.to_vec(),
-                security_group_rules: Vec::new(),
+                ..SecurityGroup::default()
             };
             state.groups.push(group.clone());
             state.log.push(format!("create group {name}"));

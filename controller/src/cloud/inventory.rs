@@ -1,0 +1,58 @@
+//! Everything of one kind the credentials may list in a project, for `purge`: the load
+//! balancers (page after page), the floating IPs and the security groups. `None` for the project
+//! lists what the credentials see: their own project, or every project for an admin's (purge
+//! checks that what it would delete lies in one).
+
+use super::floating_ips::{self, FloatingIp};
+use super::octavia::{self, LoadBalancer};
+use super::security_groups::{self, SecurityGroup};
+use super::{OpenStack, Result};
+
+impl OpenStack {
+    /// The load balancers of `project` (all pages).
+    pub(crate) async fn all_load_balancers(
+        &self,
+        project: Option<&str>,
+    ) -> Result<Vec<LoadBalancer>> {
+        let what = project_text("the load balancers", project);
+        self.call("load-balancer", "loadbalancer_list_project", &what, |s| async move {
+            octavia::load_balancers_of(&s, project).await
+        })
+        .await
+    }
+
+    /// The floating IPs of `project`.
+    pub(crate) async fn all_floating_ips(&self, project: Option<&str>) -> Result<Vec<FloatingIp>> {
+        let what = project_text("the floating IPs", project);
+        let filter = &project_filter(project);
+        self.call("network", "floatingip_list", &what, |s| async move {
+            floating_ips::list(&s, filter).await
+        })
+        .await
+    }
+
+    /// The security groups of `project`, with their rules.
+    pub(crate) async fn all_security_groups(
+        &self,
+        project: Option<&str>,
+    ) -> Result<Vec<SecurityGroup>> {
+        let what = project_text("the security groups", project);
+        let filter = &project_filter(project);
+        self.call("network", "security_group_list", &what, |s| async move {
+            security_groups::list(&s, filter).await
+        })
+        .await
+    }
+}
+
+/// Neutron's filter for `project`: none without one.
+fn project_filter(project: Option<&str>) -> Vec<(&str, &str)> {
+    project.map(|p| ("project_id", p)).into_iter().collect()
+}
+
+fn project_text(what: &str, project: Option<&str>) -> String {
+    match project {
+        Some(project) => format!("{what} of project {project}"),
+        None => format!("{what} the credentials can list"),
+    }
+}
