@@ -320,12 +320,29 @@ class Scene:
             attrs['fixed_ips'] = [{'ip_address': a.fixed_ip}]
         if a.no_port_security:
             attrs.update(port_security_enabled=False, security_groups=[])
+        if a.device_id:
+            attrs['device_id'] = a.device_id
         port = self.create_once(
             self.conn.network.create_port,
             lambda: next(iter(self.conn.network.ports(name=name, network_id=net.id)), None),
             **attrs)
         self.record('port', port.id, name)
         return port_json(port)
+
+    def network_create(self, a):
+        """A network with one IPv4 subnet and no router (idempotent): its range may overlap
+        another network's, as two tenants' or two clusters' networks do."""
+        net = self.retry(self.conn.network.find_network, a.name, ignore_missing=True)
+        if net is None:
+            net = self.conn.network.create_network(name=a.name)
+            self.record('network', net.id, a.name)
+        name = '%s-v4' % a.name
+        sub = next(iter(self.conn.network.subnets(name=name, network_id=net.id)), None)
+        if sub is None:
+            sub = self.conn.network.create_subnet(
+                network_id=net.id, name=name, ip_version=4, cidr=a.cidr, enable_dhcp=False,
+                gateway_ip=None)
+        return {'id': net.id, 'name': net.name, 'subnet': sub.id}
 
     def dual_stack_network_create(self, a):
         """A network with an IPv4 and an IPv6 subnet, both on the stack's router (idempotent):
@@ -748,7 +765,9 @@ class Scene:
             pools = self.existing(lbapi.get_pool, lb.pools)
             out.append({
                 'id': lb.id, 'name': lb.name, 'tags': lb.tags, 'description': lb.description,
-                'provisioning_status': lb.provisioning_status, 'vip_address': lb.vip_address,
+                'provisioning_status': lb.provisioning_status,
+                'operating_status': lb.operating_status, 'vip_address': lb.vip_address,
+                'vip_subnet_id': lb.vip_subnet_id,
                 'listeners': [{'protocol': x.protocol, 'protocol_port': x.protocol_port,
                                'allowed_cidrs': x.allowed_cidrs} for x in listeners],
                 'listener_details': [{'id': x.id, 'name': x.name, 'tags': x.tags,
@@ -830,6 +849,13 @@ def parse(argv):
     s.add_argument('--name')
     s.add_argument('--no-port-security', action='store_true',
                    help='port security off (no security groups, no address pairs)')
+    s.add_argument('--device-id', help="bound to this server ID (a node's providerID)")
+    s = sub.add_parser('network-create', help='a network with one IPv4 subnet, no router')
+    s.add_argument('--name', required=True)
+    s.add_argument('--cidr', required=True, help='may overlap another network')
+    s = sub.add_parser('network-delete', help='its ports, then the network (missing: nothing)')
+    s.add_argument('--name', required=True)
+    s.add_argument('--router', help='ID (OPENSTACK_ROUTER_ID)')
     for name, what in (('dual-stack-network-create',
                         'a network with an IPv4 and an IPv6 subnet on the router'),
                        ('dual-stack-network-delete',
@@ -920,6 +946,8 @@ def main(argv=None):
         'server-delete': scene.server_delete,
         'port-create': scene.port_create,
         'port-show': scene.port_show,
+        'network-create': scene.network_create,
+        'network-delete': scene.dual_stack_network_delete,
         'dual-stack-network-create': scene.dual_stack_network_create,
         'dual-stack-network-delete': scene.dual_stack_network_delete,
         'port-delete': scene.port_delete,

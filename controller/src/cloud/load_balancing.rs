@@ -6,7 +6,7 @@ use std::future::Future;
 use serde_json::{Value, json};
 
 use super::floating_ips::{self, FloatingIp, FloatingIpSpec, NamedSubnet};
-use super::neutron::OwnedPort;
+use super::neutron::{OwnedPort, Port};
 use super::octavia::{self, Change, LoadBalancer, LoadBalancerSpec, Tree};
 use super::revision::{Written, stale_to_written};
 use super::security_groups::SecurityGroups;
@@ -94,8 +94,19 @@ pub(crate) trait LoadBalancing: Octavia + SecurityGroups + Send + Sync + 'static
     fn ports_named(&self, name: &str) -> impl Future<Output = Result<Vec<OwnedPort>>> + Send;
     /// Deletes a port.
     fn delete_port(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
-    /// The subnet of the port holding fixed IP `address` (a node's), if any.
-    fn subnet_of(&self, address: &str) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// The subnets of the ports holding fixed IP `address` (a node's), sorted: more than one
+    /// when two networks use the same addresses.
+    fn subnets_of(&self, address: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// The subnet of fixed IP `address` on a port of server `server_id` (a node's, by its
+    /// providerID), if any: unlike [`LoadBalancing::subnets_of`], one answer when two networks
+    /// use the same addresses.
+    fn subnet_of_server(
+        &self,
+        server_id: &str,
+        address: &str,
+    ) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// The ports with a fixed IP on `subnet_id` (the members' own ports on the member subnet).
+    fn ports_on_subnet(&self, subnet_id: &str) -> impl Future<Output = Result<Vec<Port>>> + Send;
 }
 
 impl Octavia for OpenStack {
@@ -289,15 +300,39 @@ impl LoadBalancing for OpenStack {
         .await
     }
 
-    async fn subnet_of(&self, address: &str) -> Result<Option<String>> {
-        let what = format!("the port of {address}");
+    async fn subnets_of(&self, address: &str) -> Result<Vec<String>> {
+        let what = format!("the ports of {address}");
         let ports = self
             .call("network", "port_list", &what, |s| async move {
                 super::neutron::ports_with_ip(&s, address).await
             })
             .await?;
         let fixed = ports.into_iter().flat_map(|p| p.fixed_ips);
+        let mut subnets: Vec<String> =
+            fixed.filter(|f| f.ip_address == address).map(|f| f.subnet_id).collect();
+        subnets.sort();
+        subnets.dedup();
+        Ok(subnets)
+    }
+
+    async fn subnet_of_server(&self, server_id: &str, address: &str) -> Result<Option<String>> {
+        let what = format!("the ports of server {server_id}");
+        let ports = self
+            .call("network", "port_list", &what, |s| async move {
+                super::neutron::list_ports(&s, &[server_id]).await
+            })
+            .await?;
+        let fixed =
+            ports.into_iter().filter(|p| p.device_id == server_id).flat_map(|p| p.fixed_ips);
         Ok(fixed.filter(|f| f.ip_address == address).map(|f| f.subnet_id).next())
+    }
+
+    async fn ports_on_subnet(&self, subnet_id: &str) -> Result<Vec<Port>> {
+        let what = format!("the ports on subnet {subnet_id}");
+        self.call("network", "port_list", &what, |s| async move {
+            super::neutron::ports_on_subnet(&s, subnet_id).await
+        })
+        .await
     }
 }
 

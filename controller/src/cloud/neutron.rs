@@ -64,6 +64,19 @@ pub(crate) async fn ports_with_ip(
     Ok(root.ports)
 }
 
+/// The ports with a fixed IP on `subnet_id` (Neutron's `fixed_ips=subnet_id=…` filter): one
+/// request whatever the number of nodes; only the fields [`Port`] reads.
+pub(crate) async fn ports_on_subnet(
+    session: &Session,
+    subnet_id: &str,
+) -> Result<Vec<Port>, osauth::Error> {
+    let filter = format!("subnet_id={subnet_id}");
+    let mut query = vec![("fixed_ips", filter.as_str())];
+    query.extend(FIELDS.iter().map(|f| ("fields", *f)));
+    let root: PortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetched().await?;
+    Ok(root.ports)
+}
+
 /// A port as the VIP-port cleanup reads it: who made it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]

@@ -14,6 +14,7 @@ mod load_balancer;
 mod load_balancer_ip;
 mod load_balancer_settings;
 mod member_hold;
+mod member_subnet;
 mod oracle;
 mod proxy;
 mod purge;

@@ -18,11 +18,13 @@ pub(crate) struct Port {
     pub(crate) node_port: u16,
 }
 
-/// A node that may receive traffic: its name and the address members use.
+/// A node that may receive traffic: its name, the address members use, and its server (from
+/// the providerID) whose ports hold its addresses.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Backend {
     pub(crate) name: String,
     pub(crate) address: String,
+    pub(crate) server_id: Option<String>,
 }
 
 /// What the node list says about one node, as the eligibility rule needs it.
@@ -34,6 +36,8 @@ pub(crate) struct NodeView {
     pub(crate) labels: std::collections::BTreeMap<String, String>,
     /// The node's first `InternalIP`.
     pub(crate) internal_ip: Option<String>,
+    /// The server its `spec.providerID` names (none before initialization).
+    pub(crate) server_id: Option<String>,
 }
 
 /// Where the VIP goes, resolved by the caller (a user's port, or a subnet / network).
@@ -70,7 +74,7 @@ pub(crate) fn backends(nodes: &[NodeView], settings: &Settings) -> Vec<Backend> 
         .filter(|n| settings.node_selector.iter().all(|(k, v)| n.labels.get(k) == Some(v)))
         .filter_map(|n| {
             let address = n.internal_ip.clone()?;
-            Some(Backend { name: n.name.clone(), address })
+            Some(Backend { name: n.name.clone(), address, server_id: n.server_id.clone() })
         })
         .collect();
     out.sort();

@@ -35,6 +35,11 @@ pub(crate) fn node_view(node: &CachedNode) -> NodeView {
         deleting: node.metadata.deletion_timestamp.is_some(),
         labels: node.labels().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
         internal_ip,
+        server_id: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(|id| crate::controllers::provider_id::parse(id, None).ok()),
     }
 }
 
@@ -69,6 +74,10 @@ pub(super) async fn ensure<L: LoadBalancing>(
     let nodes: Vec<NodeView> = ctx.nodes.state().iter().map(|n| node_view(n)).collect();
     let backends = desired::backends(&nodes, &settings);
     let keep_members = desired::none_eligible(&nodes);
+    let backends = match &settings.member_subnet_id {
+        Some(subnet) if !keep_members => on_member_subnet(service, ctx, subnet, backends).await?,
+        _ => backends,
+    };
     let spec_k8s = service.spec.clone().unwrap_or_default();
     let vip = Vip {
         port_id: settings.port_id.clone(),
@@ -259,7 +268,47 @@ pub(super) async fn with_vip<L: LoadBalancing>(
     Ok(spec)
 }
 
-/// No VIP network configured: the subnet of the first member's InternalIP, as upstream finds it.
+/// The members on `subnet` (`member_ports`): one Warning per change naming the nodes left out;
+/// when that is every eligible node, the Service is left alone (its pools as they are: a wrong
+/// `member-subnet-id` must not empty them) and told so once.
+async fn on_member_subnet<L: LoadBalancing>(
+    service: &Service,
+    ctx: &ServiceContext<L>,
+    subnet: &str,
+    backends: Vec<desired::Backend>,
+) -> Result<Vec<desired::Backend>> {
+    let eligible = backends.len();
+    let resolved = ctx.member_ports.resolve(ctx.cloud.as_ref(), subnet, backends).await?;
+    let key = super::key(service);
+    if resolved.left_out.is_empty() {
+        ctx.left_out.forget(&key);
+        return Ok(resolved.backends);
+    }
+    let names = resolved.left_out.join(", ");
+    if resolved.backends.is_empty() {
+        let message = format!(
+            "none of the {eligible} eligible nodes ({names}) has a port on member subnet \
+             {subnet} (looked up by the server of each node's providerID): the load balancer is \
+             left as it is; check [LoadBalancer] member-subnet-id or the annotation \
+             loadbalancer.openstack.org/member-subnet-id"
+        );
+        return Err(Error::LeftAlone { reason: "NoMemberOnSubnet", message });
+    }
+    let note = format!(
+        "Nodes {names} have no port on member subnet {subnet} (looked up by the server of each \
+         node's providerID): they are not members"
+    );
+    if ctx.left_out.is_news(&key, "MembersLeftOut", &note) {
+        tracing::warn!(service = %key, nodes = %names, %subnet, "nodes left out of the pools");
+        ctx.event(service, EventType::Warning, "MembersLeftOut", note).await;
+    }
+    Ok(resolved.backends)
+}
+
+/// No VIP network configured: the subnet of the first member's address on its server's own
+/// port (upstream looks the address up alone, which two networks with one range confuse);
+/// where no port of the server holds it (a node without a providerID, a port bound to no
+/// server), the one subnet whose port holds the address, and an error when there are several.
 pub(super) async fn node_subnet<L: LoadBalancing>(
     ctx: &ServiceContext<L>,
     backends: &[desired::Backend],
@@ -273,12 +322,26 @@ pub(super) async fn node_subnet<L: LoadBalancing>(
         ));
     };
     let doing = format!("looking up the subnet of node {} ({})", first.name, first.address);
-    let subnet = ctx.cloud.subnet_of(&first.address).await.map_err(Error::cloud(doing))?;
-    match subnet {
-        Some(subnet) => Ok(Some(subnet)),
-        None => Err(Error::Invalid(format!(
+    if let Some(server) = &first.server_id {
+        let found = ctx.cloud.subnet_of_server(server, &first.address).await;
+        if let Some(subnet) = found.map_err(Error::cloud(doing.clone()))? {
+            return Ok(Some(subnet));
+        }
+    }
+    let subnets = ctx.cloud.subnets_of(&first.address).await.map_err(Error::cloud(doing))?;
+    match subnets.as_slice() {
+        [one] => Ok(Some(one.clone())),
+        [] => Err(Error::Invalid(format!(
             "no network for the VIP: no port holds {} (node {}); set [LoadBalancer] subnet-id",
             first.address, first.name
+        ))),
+        several => Err(Error::Invalid(format!(
+            "no network for the VIP: {} (node {}) is held by ports on {} subnets ({}) and none \
+             of them is its server's; set [LoadBalancer] subnet-id",
+            first.address,
+            first.name,
+            several.len(),
+            several.join(", ")
         ))),
     }
 }

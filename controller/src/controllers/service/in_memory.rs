@@ -18,7 +18,7 @@ use super::{ServiceContext, converged, notice, one_writer, run, wait};
 use crate::cloud;
 use crate::cloud::floating_ips::{FloatingIp, FloatingIpSpec, NamedSubnet};
 use crate::cloud::load_balancing::{LoadBalancing, Octavia};
-use crate::cloud::neutron::OwnedPort;
+use crate::cloud::neutron::{OwnedPort, Port};
 use crate::cloud::octavia::model::IdRef;
 use crate::cloud::octavia::{
     ACTIVE, Change, HealthMonitor, Listener, ListenerSpec, LoadBalancer, LoadBalancerSpec, Member,
@@ -55,6 +55,8 @@ pub(crate) struct State {
     /// change's label.
     pub(crate) calls: Vec<String>,
     pub(crate) next_id: u32,
+    /// Neutron's ports, for the member-subnet lookups (none unless a test adds them).
+    pub(crate) ports: Vec<Port>,
 }
 
 #[derive(Debug, Default)]
@@ -381,8 +383,22 @@ impl LoadBalancing for Memory {
         unreachable!("the in-memory OpenStack has no port")
     }
 
-    async fn subnet_of(&self, _: &str) -> cloud::Result<Option<String>> {
+    async fn subnets_of(&self, _: &str) -> cloud::Result<Vec<String>> {
         unreachable!("the in-memory OpenStack has no port")
+    }
+
+    async fn subnet_of_server(&self, server: &str, address: &str) -> cloud::Result<Option<String>> {
+        let mut state = self.state();
+        state.calls.push("port_list".into());
+        let fixed = state.ports.iter().filter(|p| p.device_id == server).flat_map(|p| &p.fixed_ips);
+        Ok(fixed.filter(|f| f.ip_address == address).map(|f| f.subnet_id.clone()).next())
+    }
+
+    async fn ports_on_subnet(&self, subnet: &str) -> cloud::Result<Vec<Port>> {
+        let mut state = self.state();
+        state.calls.push("port_list".into());
+        let on = |p: &&Port| p.fixed_ips.iter().any(|f| f.subnet_id == subnet);
+        Ok(state.ports.iter().filter(on).cloned().collect())
     }
 }
 
@@ -496,6 +512,8 @@ pub(crate) fn context_with(
         resync: Duration::from_secs(60),
         converged: converged::Converged::default(),
         notices: notice::Notices::default(),
+        member_ports: super::member_ports::MemberPorts::default(),
+        left_out: notice::Notices::default(),
         turns: one_writer::Turns::default(),
         own_writes: OwnWrites::default(),
         services: std::sync::OnceLock::new(),

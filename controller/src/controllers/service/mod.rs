@@ -19,6 +19,7 @@ mod floating_subnet;
 mod hold;
 #[cfg(test)]
 pub(crate) mod in_memory;
+mod member_ports;
 pub(crate) mod names;
 pub(crate) mod notice;
 mod one_writer;
@@ -131,6 +132,11 @@ pub(crate) struct ServiceContext<L> {
     pub(crate) converged: converged::Converged,
     /// What each Service was last told about being left alone.
     pub(crate) notices: notice::Notices,
+    /// The members' ports on the member subnets, one list shared by every reconcile.
+    pub(crate) member_ports: member_ports::MemberPorts,
+    /// What each Service was last told about nodes left out of its pools (kept across
+    /// successful reconciles: told once per change).
+    pub(crate) left_out: notice::Notices,
     /// One reconcile at a time changes a given load balancer.
     pub(crate) turns: one_writer::Turns,
     /// The Service versions our own writes replaced: a reconcile on one of those cached

@@ -145,8 +145,10 @@ fn members_changed(nodes: Store<CachedNode>) -> impl futures::Stream<Item = ()> 
 }
 
 fn fingerprint(views: &[NodeView]) -> u64 {
-    let mut sorted: Vec<_> =
-        views.iter().map(|v| (&v.name, v.ready, v.deleting, &v.labels, &v.internal_ip)).collect();
+    let mut sorted: Vec<_> = views
+        .iter()
+        .map(|v| (&v.name, v.ready, v.deleting, &v.labels, &v.internal_ip, &v.server_id))
+        .collect();
     sorted.sort();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     sorted.hash(&mut hasher);
@@ -202,6 +204,8 @@ impl Plan {
             resync: self.resync,
             converged: super::converged::Converged::default(),
             notices: super::notice::Notices::default(),
+            member_ports: super::member_ports::MemberPorts::default(),
+            left_out: super::notice::Notices::default(),
             turns: super::one_writer::Turns::default(),
             own_writes: crate::controllers::own_writes::OwnWrites::default(),
             services: std::sync::OnceLock::new(),

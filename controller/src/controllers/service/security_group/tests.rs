@@ -5,7 +5,7 @@ fn port(protocol: &str, node_port: u16) -> Port {
 }
 
 fn member(address: &str) -> Backend {
-    Backend { name: format!("n-{address}"), address: address.to_owned() }
+    Backend { name: format!("n-{address}"), address: address.to_owned(), server_id: None }
 }
 
 fn listed(rules: &BTreeSet<RuleSpec>) -> Vec<(String, String, u16, String)> {
