@@ -169,19 +169,13 @@ pub async fn run(args: PurgeArgs, search: Vec<PathBuf>) -> anyhow::Result<Outcom
         println!("dry run: nothing changed");
         return Ok(Outcome::Done);
     }
-    let failed = delete(cloud, &inventory, args.timeout).await;
+    let done = delete(cloud, &inventory, args.timeout).await;
     let finalizers_failed = match &client {
-        Some(client) => unfinalize(client, &inventory.finalized, &failed).await,
+        Some(client) => unfinalize(client, &inventory.finalized, &done.services_failed).await,
         None => 0,
     };
-    let total = inventory.load_balancers.len()
-        + inventory.floating_ips.len()
-        + inventory.security_groups.len();
-    let bad = failed.len() + finalizers_failed;
-    println!(
-        "cluster {cluster:?}: {} of {total} objects deleted, {bad} failed",
-        total - failed.len()
-    );
+    let bad = done.failed + finalizers_failed;
+    println!("cluster {cluster:?}: {} deleted, {bad} failed", done.deleted);
     Ok(if bad == 0 { Outcome::Done } else { Outcome::Failed })
 }
 
@@ -227,6 +221,14 @@ async fn inventory(
         let id = ServiceId::new(cluster, &namespace, &name, &uid);
         let annotated =
             service.annotations().get(annotations::LOAD_BALANCER_ID).map(String::as_str);
+        // Found already by the rule (by the annotated ID, or by its name): no lookup.
+        let listed = out.load_balancers.iter().any(|(lb, _)| {
+            Some(lb.id.as_str()) == annotated
+                || (annotated.is_none() && lb.name == id.load_balancer())
+        });
+        if listed {
+            continue;
+        }
         let found = ownership::find(cloud, &id, annotated)
             .await
             .map_err(|e| anyhow::anyhow!("Service {named}: {}", chain(&e)))?;
@@ -306,17 +308,28 @@ fn group_line(group: &SecurityGroup, service: &Named) -> String {
     format!("security group {} ({:?}) of Service {service}", group.id, group.name)
 }
 
+/// What [`delete`] did: objects deleted, objects that could not be, and their Services.
+#[derive(Debug, Default)]
+struct Deleted {
+    deleted: usize,
+    failed: usize,
+    services_failed: BTreeSet<Named>,
+}
+
 /// Deletes everything, floating IPs first (their load balancers' VIP ports go with them), then
-/// the load balancers, the VIP ports Octavia left, the security groups: the Services with
-/// something that failed.
-async fn delete(cloud: &OpenStack, inventory: &Inventory, timeout: Duration) -> BTreeSet<Named> {
-    let mut failed = BTreeSet::new();
+/// the load balancers, the VIP ports Octavia left, the security groups.
+async fn delete(cloud: &OpenStack, inventory: &Inventory, timeout: Duration) -> Deleted {
+    let mut done = Deleted::default();
     let mut report =
         |result: Result<(), String>, line: String, service: &Named, verb: &str| match result {
-            Ok(()) => println!("{verb} {line}"),
+            Ok(()) => {
+                println!("{verb} {line}");
+                done.deleted += 1;
+            }
             Err(why) => {
                 println!("failed to delete {line}: {why}");
-                failed.insert(service.clone());
+                done.failed += 1;
+                done.services_failed.insert(service.clone());
             }
         };
     for (fip, service) in &inventory.floating_ips {
@@ -334,12 +347,17 @@ async fn delete(cloud: &OpenStack, inventory: &Inventory, timeout: Duration) -> 
         }
         report(result, load_balancer_line(lb, service), service, "deleted");
     }
+    // The VIP ports Octavia left behind: one list of its ports for every load balancer gone.
+    let octavia_ports = match gone.is_empty() {
+        true => Ok(Vec::new()),
+        false => cloud.octavia_ports().await,
+    };
     for lb in gone {
         let service =
             &inventory.load_balancers.iter().find(|(l, _)| l.id == lb.id).expect("listed").1;
-        match vip_port::left_by_octavia(cloud, &lb.id).await {
+        match &octavia_ports {
             Ok(ports) => {
-                for port in ports {
+                for port in vip_port::left_behind(&lb.id, ports) {
                     let line = format!(
                         "port {} ({:?}, the VIP port Octavia left) of Service {service}",
                         port.id, port.name
@@ -349,7 +367,7 @@ async fn delete(cloud: &OpenStack, inventory: &Inventory, timeout: Duration) -> 
             }
             Err(e) => {
                 let line = format!("the VIP port of load balancer {}", lb.id);
-                report(Err(chain(&e)), line, service, "deleted");
+                report(Err(chain(e)), line, service, "deleted");
             }
         }
     }
@@ -357,7 +375,7 @@ async fn delete(cloud: &OpenStack, inventory: &Inventory, timeout: Duration) -> 
         let result = security_group::delete_group(cloud, group).await.map_err(|e| chain(&e));
         report(result, group_line(group, service), service, "deleted");
     }
-    failed
+    done
 }
 
 /// A delete that found the object gone already succeeded.

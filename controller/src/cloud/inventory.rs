@@ -1,9 +1,10 @@
 //! Everything of one kind the credentials may list in a project, for `purge`: the load
-//! balancers (page after page), the floating IPs and the security groups. `None` for the project
+//! balancers (page after page), the floating IPs, the security groups and Octavia's ports. `None` for the project
 //! lists what the credentials see: their own project, or every project for an admin's (purge
 //! checks that what it would delete lies in one).
 
 use super::floating_ips::{self, FloatingIp};
+use super::neutron::{self, OwnedPort};
 use super::octavia::{self, LoadBalancer};
 use super::security_groups::{self, SecurityGroup};
 use super::{OpenStack, Result};
@@ -27,6 +28,14 @@ impl OpenStack {
         let filter = &project_filter(project);
         self.call("network", "floatingip_list", &what, |s| async move {
             floating_ips::list(&s, filter).await
+        })
+        .await
+    }
+
+    /// The ports Octavia owns (its VIP ports), in one request.
+    pub(crate) async fn octavia_ports(&self) -> Result<Vec<OwnedPort>> {
+        self.call("network", "port_list", "the ports Octavia owns", |s| async move {
+            neutron::octavia_ports(&s).await
         })
         .await
     }

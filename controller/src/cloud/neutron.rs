@@ -103,6 +103,18 @@ pub(crate) async fn ports_named(
     Ok(root.ports)
 }
 
+/// The ports Octavia owns (`device_owner=Octavia`: the VIP ports it makes), for `purge`.
+pub(crate) async fn octavia_ports(session: &Session) -> Result<Vec<OwnedPort>, osauth::Error> {
+    let query = [
+        ("device_owner", "Octavia"),
+        ("fields", "id"),
+        ("fields", "name"),
+        ("fields", "device_owner"),
+    ];
+    let root: OwnedPortsRoot = session.get(NETWORK, &["ports"]).query(&query).fetched().await?;
+    Ok(root.ports)
+}
+
 /// Deletes a port.
 pub(crate) async fn delete_port(session: &Session, id: &str) -> Result<(), osauth::Error> {
     session.delete(NETWORK, &["ports", id]).sent().await.map(drop)

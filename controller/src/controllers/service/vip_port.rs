@@ -22,7 +22,10 @@ fn name(id: &str) -> String {
 }
 
 /// Of `ports`, the VIP ports Octavia made for load balancer `id`.
-fn left_behind<'p>(id: &str, ports: &'p [OwnedPort]) -> impl Iterator<Item = &'p OwnedPort> {
+pub(crate) fn left_behind<'p>(
+    id: &str,
+    ports: &'p [OwnedPort],
+) -> impl Iterator<Item = &'p OwnedPort> {
     let name = name(id);
     ports.iter().filter(move |p| p.name == name && p.device_owner == OCTAVIA)
 }
