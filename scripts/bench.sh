@@ -27,7 +27,8 @@
 #                              and Neutron (cargo bench --bench load_balancers: bursts of 1 and
 #                              20 Services, then 50 Services of 3 ports on 20 nodes; time to
 #                              ingress, requests and 409/429 answers per create, per node added,
-#                              at restart and per resync; 5 to 15 minutes). The stack as for
+#                              at restart and per resync; then purge of what the controller
+#                              made: its time and requests per object; 5 to 15 minutes). The stack as for
 #                              --real. CCM_BENCH_SERVICES, CCM_BENCH_BURSTS (1,20) and
 #                              CCM_BENCH_LB_CONCURRENCY change the Service counts and
 #                              --concurrent-service-syncs.

@@ -16,8 +16,8 @@
 //!   is in it), delimited by the controller's own `occm_reconciles_total` on /metrics, not by
 //!   timing: a resync round of S Services may take longer than a quiet gap would allow;
 //!
-//! then deletes every Service and waits until all are gone (each finalizer goes only after its
-//! load balancer). Before the S Services, bursts of B Services created at once
+//! then stops the controller and runs `purge --cluster-name` on what it made (issue 41: the
+//! time, and the requests per object deleted), and deletes the Services, their finalizer gone. Before the S Services, bursts of B Services created at once
 //! (`CCM_BENCH_BURSTS`, default `1,20`), each burst timed to every ingress, counted and deleted
 //! again before the next. Every phase also counts the answers 409 (a load balancer busy) and
 //! 429 (throttled).
@@ -291,9 +291,23 @@ async fn run() {
     let resyncs = usize::try_from(last - first).expect("a count");
     let steady = per_service(&real.counter, mark, resyncs);
 
-    // Everything goes; nothing of this run may be left in Octavia.
-    delete_all(&fake, &controller).await;
+    // The cluster is torn down: the controller goes, purge deletes what it made.
     drop(controller);
+    let mark = real.counter.hits().len();
+    let (purge_took, lines) = ccm::purge(dir.path(), &fake, &cluster);
+    let purged =
+        lines.iter().filter(|l| l.starts_with("deleted ") || l.starts_with("released ")).count();
+    assert!(
+        purged >= services,
+        "purge deleted {purged} objects for {services} Services: {lines:#?}"
+    );
+    let purge_requests = per_service(&real.counter, mark, purged);
+    // Nothing holds the Services any more: they go at once.
+    for svc in fake.list("v1", "services") {
+        let name = svc["metadata"]["name"].as_str().expect("a name");
+        fake.delete("v1", "services", NAMESPACE, name);
+    }
+    assert_eq!(fake.list("v1", "services"), Vec::<Value>::new(), "a Service kept a finalizer");
 
     let figures = json!({
         "services": services,
@@ -311,6 +325,11 @@ async fn run() {
         "requests_per_resync": steady,
         "resyncs_in_window": resyncs,
         "window_seconds": (window.as_secs_f64() * 10.0).round() / 10.0,
+        "purge": {
+            "objects_deleted": purged,
+            "seconds": (purge_took.as_secs_f64() * 100.0).round() / 100.0,
+            "requests_per_object": purge_requests,
+        },
     });
     print_table(&figures);
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
@@ -376,4 +395,18 @@ fn print_table(f: &Value) {
             .unwrap_or_default();
         println!("| {label} | {} | {} | {} |", row["mutating"], row["reads"], ops.join(", "));
     }
+    let purge = &f["purge"];
+    let per = &purge["requests_per_object"];
+    let ops: Vec<String> = per["by_operation"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| format!("{k} {v}")).collect())
+        .unwrap_or_default();
+    println!(
+        "\npurge: {} objects in {:.2} s; per object {} mutating, {} reads ({})",
+        purge["objects_deleted"],
+        purge["seconds"].as_f64().unwrap_or_default(),
+        per["mutating"],
+        per["reads"],
+        ops.join(", ")
+    );
 }

@@ -125,6 +125,29 @@ impl Controller {
     }
 }
 
+/// `purge --cluster-name=cluster` with the cloud config and kubeconfig a [`Controller`] of
+/// `dir` used: the time it took and its stdout lines (it must exit 0).
+pub(crate) fn purge(dir: &Path, fake: &FakeApiServer, cluster: &str) -> (Duration, Vec<String>) {
+    let started = Instant::now();
+    let out = Command::new(BIN)
+        .arg("purge")
+        .arg(format!("--cloud-config={}", dir.join("cloud.conf").display()))
+        .arg(format!("--kubeconfig={}", kubeconfig(dir, &fake.url()).display()))
+        .arg(format!("--cluster-name={cluster}"))
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run purge");
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "purge: {}\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (took, stdout.lines().map(str::to_owned).collect())
+}
+
 /// Waits until no request arrived for `quiet`, at most `limit` (only while no resync is due).
 pub(crate) async fn settle(counter: &Counter, quiet: Duration, limit: Duration) {
     let deadline = Instant::now() + limit;
