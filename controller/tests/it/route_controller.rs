@@ -707,14 +707,14 @@ async fn real_dual_stack_nodes_get_a_route_and_a_pair_per_family() {
     let metrics = Metrics::shared();
     let cloud = connect(&env, &metrics).await;
     let support = cloud.route_support().await.unwrap();
-    let (cluster4, cluster6) = ("10.205.0.0/16", "fd00:205::/48");
+    let (cluster4, cluster6) = ("10.208.0.0/16", "fd00:208::/48");
     let shares = [Share::new(&env, &cloud, cluster4), Share::new(&env, &cloud, cluster6)];
     for share in &shares {
         share.clean().await;
     }
 
     let fake = FakeApiServer::start().await.unwrap();
-    let (pod4, pod6) = ("10.205.1.0/24", "fd00:205:0:1::/64");
+    let (pod4, pod6) = ("10.208.1.0/24", "fd00:208:0:1::/64");
     let mut dual = node("dual", pod4, &ip4, None);
     dual["spec"]["podCIDRs"] = json!([pod4, pod6]);
     dual["status"]["addresses"] =
@@ -763,16 +763,16 @@ async fn real_port_security_off_gets_its_route_and_no_pair() {
     let metrics = Metrics::shared();
     let cloud = connect(&env, &metrics).await;
     let support = cloud.route_support().await.unwrap();
-    let cluster = "10.206.0.0/16";
+    let cluster = "10.209.0.0/16";
     let share = Share::new(&env, &cloud, cluster);
     share.clean().await;
     let fake = FakeApiServer::start().await.unwrap();
-    fake.create("v1", "nodes", "", node("nosec", "10.206.1.0/24", &ip, None));
+    fake.create("v1", "nodes", "", node("nosec", "10.209.1.0/24", &ip, None));
     let ctx = context(&env, &fake, cloud.clone(), metrics.clone(), cluster);
     let mut memory = Memory::default();
     let report = route::resync(&ctx, support, &nodes(&fake).await, &mut memory).await.unwrap();
     assert_eq!((report.added, report.failed), (1, 0), "{report:?}");
-    assert_eq!(share.routes().await, set(&[("10.206.1.0/24", &ip)]));
+    assert_eq!(share.routes().await, set(&[("10.209.1.0/24", &ip)]));
     assert!(pairs(&cloud, &ip).await.is_empty());
     assert_eq!(network_calls(&metrics, &["port_update"]), [("port_update", 0)]);
     assert_eq!(condition(&fake, "nosec"), created());
