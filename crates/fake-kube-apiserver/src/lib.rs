@@ -13,6 +13,8 @@
 //!   without `DeleteOptions`), merge, strategic merge and JSON patches;
 //! - finalizers: a delete only sets `deletionTimestamp`; the object goes when its last
 //!   finalizer is removed; no finalizer may be added meanwhile (422);
+//! - `metadata`'s finalizers, owner references, labels, annotations and managed fields left
+//!   out when a write empties them (`omitempty`: no `[]` or `{}`);
 //! - `?watch=true` streams from a resourceVersion, `BOOKMARK`s with `allowWatchBookmarks`, and
 //!   `410 Expired` for a resourceVersion older than the kept history;
 //! - `Status` bodies for every error (404, 405, 409, 410, 415, 422).

@@ -272,6 +272,7 @@ impl Store {
         for field in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
             meta.remove(field);
         }
+        omit_empty(meta);
         object["kind"] = json!(resource.kind());
         object["apiVersion"] = json!(resource.api_version);
         Ok(self.commit(key, "ADDED", object))
@@ -339,6 +340,9 @@ impl Store {
     ) -> Result<Value, Failure> {
         keep_identity(old, &mut object)?;
         apply_subresource(&key.resource, old, &mut object, status_only);
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            omit_empty(meta);
+        }
         if old.pointer("/metadata/deletionTimestamp").is_some() {
             let before = finalizers(old);
             if let Some(new) = finalizers(&object).into_iter().find(|f| !before.contains(f)) {
@@ -447,6 +451,22 @@ fn check_precondition(old: &Value, new: &Value, key: &ObjectKey) -> Result<(), F
 }
 
 /// name, namespace, uid, creationTimestamp and the deletion marks cannot change.
+/// `ObjectMeta`'s lists and maps that a real server serializes with `omitempty`: left out when
+/// empty, as it leaves them (a finalizer list emptied by a patch is gone, not `[]`).
+fn omit_empty(meta: &mut Map<String, Value>) {
+    for field in ["finalizers", "ownerReferences", "labels", "annotations", "managedFields"] {
+        let empty = match meta.get(field) {
+            Some(Value::Array(list)) => list.is_empty(),
+            Some(Value::Object(map)) => map.is_empty(),
+            Some(Value::Null) => true,
+            _ => false,
+        };
+        if empty {
+            meta.remove(field);
+        }
+    }
+}
+
 fn keep_identity(old: &Value, new: &mut Value) -> Result<(), Failure> {
     let meta = metadata(new)?;
     let fixed = [

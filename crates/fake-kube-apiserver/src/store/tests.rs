@@ -140,3 +140,23 @@ fn a_status_write_keeps_the_rest_of_the_object_and_drops_what_the_patch_removes(
     assert_eq!(out["metadata"].get("labels"), None);
     assert_eq!(out["kind"], "Node");
 }
+
+/// A real API server serializes `ObjectMeta` with `omitempty`: a list or map emptied by a write
+/// (the last finalizer removed, every label deleted) is left out of the object, not kept as
+/// `[]` or `{}`. So does this one, on create and on every write.
+#[test]
+fn emptied_metadata_lists_and_maps_are_left_out_as_a_real_server_leaves_them() {
+    let mut store = Store::default();
+    let object = json!({"metadata": {"name": "n", "finalizers": ["a"], "labels": {"x": "1"},
+        "annotations": {}, "ownerReferences": []}});
+    let made = store.create(&nodes(), "", object).unwrap();
+    assert_eq!(made["metadata"].get("annotations"), None, "{made}");
+    assert_eq!(made["metadata"].get("ownerReferences"), None, "{made}");
+    let none = json!([{"op": "remove", "path": "/metadata/finalizers/0"}]);
+    let out = store.patch(&key("n"), PatchType::Json, &none, false).unwrap();
+    assert_eq!(out["metadata"].get("finalizers"), None, "{out}");
+    let unlabel = json!({"metadata": {"labels": {"x": null}}});
+    let out = store.patch(&key("n"), PatchType::Merge, &unlabel, false).unwrap();
+    assert_eq!(out["metadata"].get("labels"), None, "{out}");
+    assert_eq!(store.get(&key("n")).unwrap()["metadata"].get("finalizers"), None);
+}

@@ -51,6 +51,7 @@ pub(crate) async fn run_all(server: &Server) {
     json_patch_tests_guard_the_change(server).await;
     node_status_writes_end_as_the_controller_means(server).await;
     finalizers_keep_a_deleted_object_until_the_last_goes(server).await;
+    emptied_metadata_lists_and_maps_are_left_out(server).await;
     leases_conflict_on_create_and_stale_update(server).await;
     events_are_recorded(server).await;
 }
@@ -340,6 +341,31 @@ async fn finalizers_keep_a_deleted_object_until_the_last_goes(server: &Server) {
         }
     };
     tokio::time::timeout(WAIT, gone).await.expect("the object goes with its last finalizer");
+}
+
+/// `ObjectMeta` is serialized with `omitempty`: the last finalizer removed by a JSON patch, the
+/// last label by a merge patch, and the object has no `finalizers` and no `labels` (not `[]`,
+/// not `{}`), which a client reading the raw object sees.
+async fn emptied_metadata_lists_and_maps_are_left_out(server: &Server) {
+    let maps: Api<ConfigMap> = Api::namespaced(server.client.clone(), &server.namespace);
+    let mut map = config_map("emptied", json!({"x": "1"}));
+    map.metadata.finalizers = Some(vec!["example.com/keep".to_owned()]);
+    maps.create(&PostParams::default(), &map).await.unwrap();
+    let ops = json!([{"op": "test", "path": "/metadata/finalizers/0", "value": "example.com/keep"},
+        {"op": "remove", "path": "/metadata/finalizers/0"}]);
+    let patch: Patch<()> = Patch::Json(serde_json::from_value(ops).unwrap());
+    maps.patch("emptied", &PatchParams::default(), &patch).await.unwrap();
+    let unlabel = json!({"metadata": {"labels": {"x": null}}});
+    maps.patch("emptied", &PatchParams::default(), &Patch::Merge(&unlabel)).await.unwrap();
+    let raw: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        server.client.clone(),
+        &server.namespace,
+        &kube::api::ApiResource::erase::<ConfigMap>(&()),
+    );
+    let got = serde_json::to_value(raw.get("emptied").await.unwrap()).unwrap();
+    assert_eq!(got["metadata"].get("finalizers"), None, "{got}");
+    assert_eq!(got["metadata"].get("labels"), None, "{got}");
+    maps.delete("emptied", &DeleteParams::default()).await.unwrap();
 }
 
 async fn leases_conflict_on_create_and_stale_update(server: &Server) {
