@@ -60,6 +60,8 @@ pub(crate) struct RuleSpec {
 #[serde(default)]
 pub(crate) struct MemberPort {
     pub(crate) id: String,
+    /// The server it is bound to (a node's, by its providerID).
+    pub(crate) device_id: String,
     pub(crate) fixed_ips: Vec<super::neutron::FixedIp>,
     pub(crate) security_groups: Vec<String>,
     /// `false`: Neutron refuses security groups on it.
@@ -170,8 +172,9 @@ struct SubnetsRoot {
 }
 
 /// The port fields the membership reads (Neutron's `fields` filter keeps the answers small).
-const PORT_FIELDS: [(&str, &str); 5] = [
+const PORT_FIELDS: [(&str, &str); 6] = [
     ("fields", "id"),
+    ("fields", "device_id"),
     ("fields", "fixed_ips"),
     ("fields", "security_groups"),
     ("fields", "port_security_enabled"),

@@ -230,24 +230,37 @@ pub(crate) async fn delete_group<C: SecurityGroups>(
     Ok(())
 }
 
-/// For each member address, the port holding it (and the subnet of that fixed IP); members
-/// without a port are logged and left out.
+/// For each member address, the port holding it (and the subnet of that fixed IP): the port of
+/// the member's own server when several hold the address (two networks with one range), the
+/// only one otherwise; members without a port, or with several none of which is their server's,
+/// are logged and left out (the group never goes on another network's port).
 fn member_ports<'p>(
     members: &[Backend],
     found: &'p [MemberPort],
 ) -> BTreeMap<String, (&'p MemberPort, String)> {
     let mut out = BTreeMap::new();
     for member in members {
-        let holder = found.iter().find_map(|port| {
-            let fixed = port.fixed_ips.iter().find(|f| f.ip_address == member.address)?;
-            Some((port, fixed.subnet_id.clone()))
-        });
-        match holder {
-            Some(holder) => {
-                out.insert(member.address.clone(), holder);
+        let holders: Vec<(&MemberPort, String)> = found
+            .iter()
+            .filter_map(|port| {
+                let fixed = port.fixed_ips.iter().find(|f| f.ip_address == member.address)?;
+                Some((port, fixed.subnet_id.clone()))
+            })
+            .collect();
+        let own = member
+            .server_id
+            .as_deref()
+            .and_then(|server| holders.iter().find(|(port, _)| port.device_id == server));
+        match (own, holders.as_slice()) {
+            (Some(holder), _) | (None, [holder]) => {
+                out.insert(member.address.clone(), holder.clone());
             }
-            None => tracing::warn!(node = %member.name, address = %member.address,
+            (None, []) => tracing::warn!(node = %member.name, address = %member.address,
                 "no Neutron port holds this member's address: no security group for it"),
+            (None, several) => tracing::warn!(node = %member.name, address = %member.address,
+                ports = several.len(),
+                "several Neutron ports hold this member's address and none is its server's: no \
+                 security group for it"),
         }
     }
     out

@@ -188,6 +188,7 @@ mod neutron {
             MemberPort {
                 id: port.0.clone(),
                 fixed_ips: vec![fixed],
+                device_id: String::new(),
                 security_groups: port.2.clone(),
                 port_security_enabled: Some(true),
                 revision_number: state.revisions.get(&port.0).copied().unwrap_or(1),
@@ -588,4 +589,28 @@ async fn a_port_changed_by_another_writer_is_read_again_and_keeps_both_groups() 
         state.log.iter().filter(|l| l.contains("port member") || l.contains("read port")).collect();
     assert_eq!(writes.len(), 3, "write (stale), read, write: {writes:#?}");
     assert_eq!(writes[1], "read port member");
+}
+
+/// Two networks with one range: the member's address is held by a port of its own server and
+/// by another network's port. The group goes on its own server's port; with no server to tell
+/// them apart, on neither; with one holder, on it.
+#[test]
+fn a_member_takes_its_own_servers_port_when_two_networks_hold_its_address() {
+    let holder = |id: &str, server: &str, subnet: &str| MemberPort {
+        id: id.into(),
+        device_id: server.into(),
+        fixed_ips: vec![crate::cloud::neutron::FixedIp {
+            ip_address: "10.0.0.5".into(),
+            subnet_id: subnet.into(),
+        }],
+        ..MemberPort::default()
+    };
+    let found = [holder("other-network", "srv-x", "b"), holder("own", "srv-a", "a")];
+    let own = Backend { server_id: Some("srv-a".into()), ..member("10.0.0.5") };
+    let got = member_ports(std::slice::from_ref(&own), &found);
+    assert_eq!((got["10.0.0.5"].0.id.as_str(), got["10.0.0.5"].1.as_str()), ("own", "a"));
+    let unknown = member("10.0.0.5");
+    assert!(member_ports(std::slice::from_ref(&unknown), &found).is_empty(), "ambiguous");
+    let alone = member_ports(&[unknown], &found[..1]);
+    assert_eq!(alone["10.0.0.5"].0.id, "other-network", "the only holder");
 }
