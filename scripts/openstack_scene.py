@@ -255,7 +255,7 @@ class Scene:
         image = self.retry(self.conn.image.find_image,
                            self.default(a.image, 'OPENSTACK_IMAGE', 'image'), ignore_missing=False)
         if a.port:
-            nics = [{'port': a.port}]
+            nics = [{'port': port} for port in a.port]
         else:
             net = self.network(self.default(a.network, 'OPENSTACK_INTERNAL_NETWORK', 'network'))
             nics = [{'uuid': net.id}]
@@ -831,7 +831,8 @@ def parse(argv):
     s.add_argument('--image', help='name or ID (OPENSTACK_IMAGE)')
     s.add_argument('--network', help='name or ID (OPENSTACK_INTERNAL_NETWORK)')
     s.add_argument('--fixed-ip', help='fixed IP on --network')
-    s.add_argument('--port', help='boot on this existing port instead of --network')
+    s.add_argument('--port', action='append', default=[],
+                   help='boot on this existing port instead of --network (again: one NIC each)')
     s.add_argument('--az', help='availability zone')
     s.add_argument('--wait-active', action='store_true', help='wait for ACTIVE and a fixed address')
     for name, what in (('server-show', 'print a server'), ('server-stop', 'stop (SHUTOFF)'),

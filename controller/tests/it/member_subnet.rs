@@ -1,7 +1,7 @@
 //! Members and VIP on the subnet the user means, on nodes with ports on two networks (issue 41,
-//! part 2; ignored by default, scripts/test.sh runs it), against the real Octavia and Neutron:
-//! a second network with the internal network's own range, each node's server holding a port
-//! on both, one node's address on the second being the other's InternalIP on the first.
+//! part 2; ignored by default, scripts/test.sh runs it), against the real Nova, Octavia and
+//! Neutron: a second network with the internal network's own range, each node's server booted
+//! on a port of both, one node's address on the second being the other's InternalIP on the first.
 
 use serde_json::{Value, json};
 use testkit::cluster::Cluster;
@@ -23,9 +23,28 @@ fn node_on(name: &str, server: &str, ip: &str) -> Value {
 
 /// A port of server `server` with fixed IP `ip` on `network` (default: the internal one).
 async fn server_port(env: &StackEnv, server: &str, network: Option<&str>, ip: &str) -> String {
-    let mut args = vec!["port-create", "--device-id", server, "--fixed-ip", ip];
+    port_with(env, &["--device-id", server], network, ip).await
+}
+
+/// A port with fixed IP `ip` on `network` (default: the internal one), bound to nothing yet.
+async fn port(env: &StackEnv, network: Option<&str>, ip: &str) -> String {
+    port_with(env, &[], network, ip).await
+}
+
+async fn port_with(env: &StackEnv, extra: &[&str], network: Option<&str>, ip: &str) -> String {
+    let mut args = vec!["port-create", "--fixed-ip", ip];
+    args.extend(extra);
     if let Some(network) = network {
         args.extend(["--network", network]);
+    }
+    scene(env, &args).await["id"].as_str().unwrap().to_owned()
+}
+
+/// A server booted on `ports` (one NIC each), ACTIVE: its ID.
+async fn boot(env: &StackEnv, name: &str, ports: &[&str]) -> String {
+    let mut args = vec!["server-create", "--name", name, "--wait-active"];
+    for port in ports {
+        args.extend(["--port", port]);
     }
     scene(env, &args).await["id"].as_str().unwrap().to_owned()
 }
@@ -59,11 +78,14 @@ async fn members_are_the_nodes_own_ports_on_the_member_subnet_and_a_node_moved_o
     let env = StackEnv::load();
     let network = format!("members{}", std::process::id());
     let back = overlapping_network(&env, &network).await;
-    let (srv_a, srv_b) = (uuid(), uuid());
-    let a_front = server_port(&env, &srv_a, None, "10.0.0.211").await;
-    server_port(&env, &srv_a, Some(&network), "10.0.0.61").await;
-    let b_front = server_port(&env, &srv_b, None, "10.0.0.212").await;
-    let b_back = server_port(&env, &srv_b, Some(&network), "10.0.0.211").await;
+    // Two servers, each booted on a port of either network: Nova binds them (their device).
+    let a_front = port(&env, None, "10.0.0.211").await;
+    let a_back = port(&env, Some(&network), "10.0.0.61").await;
+    let b_front = port(&env, None, "10.0.0.212").await;
+    let b_back = port(&env, Some(&network), "10.0.0.211").await;
+    let tag = std::process::id();
+    let srv_a = boot(&env, &format!("member-a-{tag}"), &[&a_front, &a_back]).await;
+    let srv_b = boot(&env, &format!("member-b-{tag}"), &[&b_front, &b_back]).await;
     let fake = Cluster::start();
     fake.create("v1", "nodes", "", node_on("member-a", &srv_a, "10.0.0.211"));
     fake.create("v1", "nodes", "", node_on("member-b", &srv_b, "10.0.0.212"));
@@ -110,10 +132,13 @@ async fn members_are_the_nodes_own_ports_on_the_member_subnet_and_a_node_moved_o
     );
 
     delete_service(&fake, &process, "shop", "split").await;
-    scene(&env, &["network-delete", "--name", &network]).await;
-    for port in [a_front, b_front] {
+    for server in [&srv_a, &srv_b] {
+        scene(&env, &["server-delete", server, "--wait"]).await;
+    }
+    for port in [a_front, a_back, b_front] {
         scene(&env, &["port-delete", &port]).await;
     }
+    scene(&env, &["network-delete", "--name", &network]).await;
 }
 
 /// Without a VIP subnet configured, the VIP goes to the subnet of the first member's address on
