@@ -250,9 +250,10 @@ pub enum Command {
     /// Delete everything the service controller made for one cluster in OpenStack.
     ///
     /// For tearing a cluster down (an installer's `destroy`, after the cluster's API is gone or
-    /// before): every load balancer (with its listeners, pools and monitors), floating IP,
-    /// member security group (taken off the node ports first) and VIP port Octavia left behind
-    /// that a controller made for cluster `--cluster-name`, whether or not its Service still
+    /// before): every load balancer (with its listeners, pools and monitors), listener on
+    /// someone else's load balancer (joined through `load-balancer-id`: the load balancer
+    /// stays), floating IP, member security group (taken off the node ports first) and VIP port
+    /// Octavia left behind that a controller made for cluster `--cluster-name`, whether or not its Service still
     /// exists. Objects are the cluster's by the service controller's ownership rule (our tags,
     /// upstream's CCM's names and descriptions); objects of another cluster and look-alikes
     /// without those marks are never touched (`--verbose` prints one line for each, saying

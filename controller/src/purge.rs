@@ -1,6 +1,7 @@
 //! `purge`: deletes what the service controller made for cluster X in OpenStack, whether or not
 //! a Service is still there for it, so that tearing a cluster down leaks nothing: its load
-//! balancers (cascade), the floating IPs a controller allocated for them, the security groups
+//! balancers (cascade), its listeners on load balancers that are not X's (joined through
+//! `load-balancer-id`), the floating IPs a controller allocated for them, the security groups
 //! it made for their members (taken off the node ports first) and the VIP ports Octavia left
 //! behind. Which objects are X's is the service controller's ownership rule (`purge/rule.rs`);
 //! with `--kubeconfig` the cluster's Services add what only they can name (a load balancer of the
@@ -21,7 +22,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use crate::cloud::OpenStack;
 use crate::cloud::floating_ips::FloatingIp;
 use crate::cloud::load_balancing::{LoadBalancing, Octavia};
-use crate::cloud::octavia::LoadBalancer;
+use crate::cloud::octavia::{Change, Listener, LoadBalancer};
 use crate::cloud::security_groups::SecurityGroup;
 use crate::cloud::session::chain;
 use crate::controllers::service::names::ServiceId;
@@ -76,6 +77,9 @@ pub enum Outcome {
 #[derive(Debug, Default)]
 struct Inventory {
     load_balancers: Vec<(LoadBalancer, Named)>,
+    /// Our listeners on load balancers that are not X's (a Service of X joined them through
+    /// `load-balancer-id`): they go, the load balancer stays.
+    listeners: Vec<(Listener, Named)>,
     floating_ips: Vec<(FloatingIp, Named)>,
     security_groups: Vec<(SecurityGroup, Named)>,
     /// Services that carry our finalizer (with `--kubeconfig`).
@@ -87,6 +91,7 @@ struct Inventory {
 impl Inventory {
     fn is_empty(&self) -> bool {
         self.load_balancers.is_empty()
+            && self.listeners.is_empty()
             && self.floating_ips.is_empty()
             && self.security_groups.is_empty()
             && self.finalized.is_empty()
@@ -266,6 +271,15 @@ async fn inventory(
                 .push(format!("left floating IP {} ({}): {why}", fip.floating_ip_address, fip.id)),
         }
     }
+    let ours: BTreeSet<&str> = out.load_balancers.iter().map(|(lb, _)| lb.id.as_str()).collect();
+    let mut joined = Vec::new();
+    for listener in cloud.all_listeners(project).await? {
+        let on = listener.loadbalancers.first().map(|lb| lb.id.as_str()).unwrap_or_default();
+        if let Some(service) = rule::listener(&listener, cluster).filter(|_| !ours.contains(on)) {
+            joined.push((listener, service));
+        }
+    }
+    out.listeners = joined;
     for group in cloud.all_security_groups(project).await? {
         match rule::security_group(&group, cluster) {
             Verdict::Ours(service) => out.security_groups.push((group, service)),
@@ -289,11 +303,21 @@ fn plan(inventory: &Inventory) -> Vec<String> {
         .load_balancers
         .iter()
         .map(|(lb, s)| format!("delete {}", load_balancer_line(lb, s)));
+    let listeners =
+        inventory.listeners.iter().map(|(l, s)| format!("delete {}", listener_line(l, s)));
     let groups =
         inventory.security_groups.iter().map(|(g, s)| format!("delete {}", group_line(g, s)));
     let finalizers =
         inventory.finalized.iter().map(|s| format!("remove finalizer {FINALIZER} of Service {s}"));
-    fips.chain(lbs).chain(groups).chain(finalizers).collect()
+    fips.chain(listeners).chain(lbs).chain(groups).chain(finalizers).collect()
+}
+
+fn listener_line(listener: &Listener, service: &Named) -> String {
+    let on = listener.loadbalancers.first().map(|lb| lb.id.as_str()).unwrap_or_default();
+    format!(
+        "listener {} ({:?}, {}/{}) on load balancer {on} (not the cluster's: it stays) of Service {service}",
+        listener.id, listener.name, listener.protocol, listener.protocol_port
+    )
 }
 
 fn floating_ip_line(fip: &FloatingIp, service: &Named) -> String {
@@ -337,6 +361,10 @@ async fn delete(cloud: &OpenStack, inventory: &Inventory, timeout: Duration) -> 
         report(result, floating_ip_line(fip, service), service, "released");
     }
     let waits = wait::Waits::new(timeout);
+    for (listener, service) in &inventory.listeners {
+        let result = delete_listener(cloud, &waits, listener).await;
+        report(result, listener_line(listener, service), service, "deleted");
+    }
     let deletes =
         inventory.load_balancers.iter().map(|(lb, _)| delete_load_balancer(cloud, &waits, lb));
     let results = futures::future::join_all(deletes).await;
@@ -385,6 +413,27 @@ fn gone_ok(result: crate::cloud::Result<()>) -> Result<(), String> {
         Err(e) if e.is_not_found() => Ok(()),
         Err(e) => Err(chain(&e)),
     }
+}
+
+/// Our listener on a load balancer that stays: its pool (with its members and monitor), then
+/// the listener, each after the load balancer is `ACTIVE`.
+async fn delete_listener(
+    cloud: &OpenStack,
+    waits: &wait::Waits,
+    listener: &Listener,
+) -> Result<(), String> {
+    let Some(on) = listener.loadbalancers.first() else { return Ok(()) };
+    let lb = LoadBalancer { id: on.id.clone(), ..LoadBalancer::default() };
+    let mut changes = Vec::new();
+    if let Some(pool_id) = listener.default_pool_id.clone() {
+        changes.push(Change::DeletePool { pool_id });
+    }
+    changes.push(Change::DeleteListener { listener_id: listener.id.clone() });
+    for change in &changes {
+        waits.active(cloud, &lb).await.map_err(|e| chain(&e))?;
+        gone_ok(Octavia::change(cloud, &lb.id, change).await.map(drop))?;
+    }
+    waits.active(cloud, &lb).await.map(drop).map_err(|e| chain(&e))
 }
 
 /// One load balancer: waited for while `PENDING_*`, deleted with everything under it, waited

@@ -1,11 +1,12 @@
 //! Everything of one kind the credentials may list in a project, for `purge`: the load
-//! balancers (page after page), the floating IPs, the security groups and Octavia's ports. `None` for the project
+//! balancers and listeners (page after page), the floating IPs, the security groups and
+//! Octavia's ports. `None` for the project
 //! lists what the credentials see: their own project, or every project for an admin's (purge
 //! checks that what it would delete lies in one).
 
 use super::floating_ips::{self, FloatingIp};
 use super::neutron::{self, OwnedPort};
-use super::octavia::{self, LoadBalancer};
+use super::octavia::{self, Listener, LoadBalancer};
 use super::security_groups::{self, SecurityGroup};
 use super::{OpenStack, Result};
 
@@ -18,6 +19,15 @@ impl OpenStack {
         let what = project_text("the load balancers", project);
         self.call("load-balancer", "loadbalancer_list_project", &what, |s| async move {
             octavia::load_balancers_of(&s, project).await
+        })
+        .await
+    }
+
+    /// The listeners of `project` (all pages), on every load balancer.
+    pub(crate) async fn all_listeners(&self, project: Option<&str>) -> Result<Vec<Listener>> {
+        let what = project_text("the listeners", project);
+        self.call("load-balancer", "listener_list", &what, |s| async move {
+            octavia::listeners_of(&s, project).await
         })
         .await
     }

@@ -6,7 +6,7 @@
 //! object also carries a controller's mark. A name alone proves nothing.
 
 use crate::cloud::floating_ips::FloatingIp;
-use crate::cloud::octavia::LoadBalancer;
+use crate::cloud::octavia::{Listener, LoadBalancer};
 use crate::cloud::security_groups::SecurityGroup;
 use crate::controllers::service::names::{self, ServiceId};
 use crate::controllers::service::ownership;
@@ -109,6 +109,13 @@ pub(crate) fn load_balancer(lb: &LoadBalancer, cluster: &str) -> Verdict {
     let tags: Vec<&str> = lb.tags.iter().map(String::as_str).collect();
     let texts = [&[lb.name.as_str(), lb.description.as_str()], tags.as_slice()].concat();
     left(&texts, cluster, by_name.as_ref())
+}
+
+/// A listener on a load balancer that is not X's (a Service of X joined it through
+/// `load-balancer-id`): X's when our tags name one of X's Services, as the service controller
+/// tags every listener it makes.
+pub(crate) fn listener(listener: &Listener, cluster: &str) -> Option<Named> {
+    tagged_for(&listener.tags, cluster)
 }
 
 /// A floating IP: cluster X's when a controller of X allocated it for a Service (its

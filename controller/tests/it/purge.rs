@@ -162,6 +162,20 @@ async fn purge_deletes_everything_of_one_cluster_and_nothing_else() {
     // A look-alike: X's name for a Service, made by hand, without our marks.
     let decoy_name = format!("kube_service_{cluster_x}_shop_decoy");
     let decoy = scene(&env, &["loadbalancer-create", "--name", &decoy_name]).await;
+    let decoy_id = decoy["id"].as_str().unwrap().to_owned();
+    // A Service of X joins it through load-balancer-id: its listener goes on someone else's
+    // load balancer, which purge must leave standing without that listener.
+    let mut joiner = load_balancer_service("shop", "joiner", &[(8080, 30195)]);
+    joiner["metadata"]["annotations"] =
+        serde_json::json!({"loadbalancer.openstack.org/load-balancer-id": decoy_id});
+    x.create("v1", "services", "shop", joiner);
+    ingress_ip(&x, &process_x, "shop", "joiner").await;
+    until("the joiner's listener and group", &process_x, async || {
+        let lbs = lb_list(&env, &decoy_name).await;
+        let listening = lbs[0]["listeners"].as_array()?.len() == 1;
+        (listening && groups_of(&port_x).await.len() == own_groups_x.len() + 3).then_some(())
+    })
+    .await;
     // The controllers are gone, as in a teardown; X's Services keep our finalizer.
     process_x.kill().await;
     process_y.kill().await;
@@ -172,20 +186,21 @@ async fn purge_deletes_everything_of_one_cluster_and_nothing_else() {
         crate::load_balancer::lb_list(&env, &api).await[0]["id"].as_str().unwrap().to_owned();
     scene(&env, &["loadbalancer-break", &api_id, "--status", "ACTIVE", "--lose-vip-port"]).await;
 
-    let is_x = of_cluster(&cluster_x, &x, &["web", "api"]);
+    let is_x = of_cluster(&cluster_x, &x, &["web", "api", "joiner"]);
     let is_y = of_cluster(&cluster_y, &y, &["web"]);
     let tracked = |t: &str| is_x(t) || is_y(t) || t == decoy_name;
     let before = Inventory::read(&env, &tracked).await;
     let of_x = before.only(&is_x);
     let of_y = before.only(&is_y);
-    assert_eq!(of_x.counts(), (2, 2, 2), "X's objects before the purge: {before:#?}");
+    assert_eq!(of_x.counts(), (2, 2, 3), "X's objects before the purge: {before:#?}");
     assert_eq!(of_y.counts(), (1, 1, 1), "Y's objects before the purge: {before:#?}");
 
     // A dry run lists them and changes nothing.
     let (code, lines, stderr) = purge(dir_x.path(), &cluster_x, true, &["--dry-run"]);
     assert_eq!(code, Some(0), "{lines:#?}\n{stderr}");
     let would: Vec<&String> = lines.iter().filter(|l| l.starts_with("would ")).collect();
-    assert_eq!(would.len(), 2 + 2 + 2 + 2, "{lines:#?}");
+    // 2 floating IPs, the joiner's listener, 2 load balancers, 3 groups, 3 finalizers.
+    assert_eq!(would.len(), 2 + 1 + 2 + 3 + 3, "{lines:#?}");
     assert!(lines.contains(&"dry run: nothing changed".to_owned()), "{lines:#?}");
     assert_eq!(Inventory::read(&env, &tracked).await, before, "a dry run changed something");
 
@@ -196,19 +211,19 @@ async fn purge_deletes_everything_of_one_cluster_and_nothing_else() {
         let deleted = |l: &&String| l.contains(id) && !l.starts_with("left ");
         assert!(lines.iter().any(|l| deleted(&l)), "{id}: {lines:#?}");
     }
-    let decoy_id = decoy["id"].as_str().unwrap();
     let vip_port =
         format!("\"octavia-lb-{api_id}\", the VIP port Octavia left) of Service shop/api");
     assert!(
         lines.iter().any(|l| l.starts_with("deleted port ") && l.ends_with(&vip_port)),
         "{lines:#?}"
     );
+    let left = format!("left load balancer {decoy_id} ");
     let decoy_line =
-        lines.iter().find(|l| l.contains(decoy_id)).unwrap_or_else(|| panic!("{lines:#?}"));
-    assert!(
-        decoy_line.starts_with("left load balancer") && decoy_line.contains("look-alike"),
-        "{decoy_line}"
-    );
+        lines.iter().find(|l| l.starts_with(&left)).unwrap_or_else(|| panic!("{lines:#?}"));
+    assert!(decoy_line.contains("look-alike"), "{decoy_line}");
+    let listener = "(not the cluster's: it stays) of Service shop/joiner";
+    let joined = |l: &&String| l.starts_with("deleted listener ") && l.contains(&decoy_id);
+    assert!(lines.iter().filter(joined).any(|l| l.ends_with(listener)), "{lines:#?}");
     let after = Inventory::read(&env, &tracked).await;
     assert_eq!(after, before.only(&|t: &str| !is_x(t)), "{lines:#?}");
     assert_eq!(
@@ -216,13 +231,17 @@ async fn purge_deletes_everything_of_one_cluster_and_nothing_else() {
         own_groups_x,
         "the node's port kept a group of X, or lost its own"
     );
-    for name in ["web", "api"] {
+    let decoy_now = lb_list(&env, &decoy_name).await;
+    assert_eq!(decoy_now[0]["id"], decoy_id.as_str(), "the look-alike went");
+    assert_eq!(decoy_now[0]["listeners"], serde_json::json!([]), "X's listener stayed on it");
+    assert_eq!(decoy_now[0]["pools"], serde_json::json!([]), "X's pool stayed on it");
+    for name in ["web", "api", "joiner"] {
         let service = x.get("v1", "services", "shop", name).unwrap();
         // The emptied list is left out, as a real API server leaves it out.
         assert_eq!(service["metadata"].get("finalizers"), None, "{service}");
     }
     assert!(
-        lines.iter().any(|l| l == &format!("cluster {cluster_x:?}: 7 deleted, 0 failed")),
+        lines.iter().any(|l| l == &format!("cluster {cluster_x:?}: 9 deleted, 0 failed")),
         "{lines:#?}"
     );
 
@@ -240,7 +259,7 @@ async fn purge_deletes_everything_of_one_cluster_and_nothing_else() {
         lines.iter().any(|l| l == &format!("cluster {cluster_y:?}: 3 deleted, 0 failed")),
         "{lines:#?}"
     );
-    scene(&env, &["loadbalancer-delete", decoy_id]).await;
+    scene(&env, &["loadbalancer-delete", &decoy_id]).await;
     for port in [&port_x, &port_y] {
         scene(&env, &["port-delete", port["id"].as_str().unwrap()]).await;
     }

@@ -51,6 +51,8 @@ struct LoadBalancerRoot {
 #[serde(default)]
 struct ListenersRoot {
     listeners: Vec<Listener>,
+    /// `rel: next` while more pages follow (only a project-wide list has more than one).
+    listeners_links: Vec<Link>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -184,6 +186,32 @@ pub(crate) async fn load_balancers_of(
     session: &Session,
     project_id: Option<&str>,
 ) -> Result<Vec<LoadBalancer>, osauth::Error> {
+    let page = |root: LoadBalancersRoot| (root.loadbalancers, root.loadbalancers_links);
+    paged(session, "loadbalancers", project_id, page, |lb| lb.id.clone()).await
+}
+
+/// Every listener of project `project_id` (`None`: every one the credentials may list), page
+/// after page: one request for a project's few hundred.
+pub(crate) async fn listeners_of(
+    session: &Session,
+    project_id: Option<&str>,
+) -> Result<Vec<Listener>, osauth::Error> {
+    let page = |root: ListenersRoot| (root.listeners, root.listeners_links);
+    paged(session, "listeners", project_id, page, |l| l.id.clone()).await
+}
+
+/// Every object of `lbaas/{kind}` in `project_id`: a page, then the next from the last ID
+/// (`marker`) while Octavia links one (`rel: next`, past its `pagination_max_limit`).
+async fn paged<R, T>(
+    session: &Session,
+    kind: &str,
+    project_id: Option<&str>,
+    page: impl Fn(R) -> (Vec<T>, Vec<Link>),
+    id: impl Fn(&T) -> String,
+) -> Result<Vec<T>, osauth::Error>
+where
+    R: serde::de::DeserializeOwned + Send,
+{
     let mut all = Vec::new();
     let mut marker: Option<String> = None;
     loop {
@@ -192,12 +220,12 @@ pub(crate) async fn load_balancers_of(
         if let Some(marker) = marker.as_deref() {
             query.push(("marker", marker));
         }
-        let root: LoadBalancersRoot =
-            session.get(LOAD_BALANCER, &[LBAAS, "loadbalancers"]).query(&query).fetched().await?;
-        let more = root.loadbalancers_links.iter().any(|l| l.rel == "next");
-        all.extend(root.loadbalancers);
+        let root: R = session.get(LOAD_BALANCER, &[LBAAS, kind]).query(&query).fetched().await?;
+        let (items, links) = page(root);
+        let more = links.iter().any(|l| l.rel == "next");
+        all.extend(items);
         match all.last() {
-            Some(last) if more => marker = Some(last.id.clone()),
+            Some(last) if more => marker = Some(id(last)),
             _ => return Ok(all),
         }
     }

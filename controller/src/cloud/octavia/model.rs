@@ -64,6 +64,8 @@ pub(crate) struct Listener {
     pub(crate) timeout_tcp_inspect: Option<u64>,
     pub(crate) tags: Vec<String>,
     pub(crate) provisioning_status: String,
+    /// The load balancer it is on (`[{"id": …}]`, as Octavia lists it).
+    pub(crate) loadbalancers: Vec<IdRef>,
 }
 
 /// A pool: the members behind one listener.
