@@ -11,7 +11,7 @@
 //! Everything is read before anything changes; a run that cannot read, or that finds X's
 //! objects in more than one project without `--project-id`, changes nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -147,7 +147,11 @@ pub async fn run(args: PurgeArgs, search: Vec<PathBuf>) -> anyhow::Result<Outcom
         }
         None => Vec::new(),
     };
-    let inventory = inventory(cloud, &cluster, project.as_deref(), &services).await?;
+    let reading = Reading {
+        defaults: annotations::Defaults::from_config(&config.load_balancer),
+        classes: config.lb_classes.clone(),
+    };
+    let inventory = inventory(cloud, &cluster, project.as_deref(), &services, &reading).await?;
     if args.verbose {
         for line in &inventory.left {
             println!("{line}");
@@ -189,12 +193,19 @@ fn refused(why: &str) -> Outcome {
     Outcome::Refused
 }
 
+/// What a Service's annotations are read against, as the service controller reads them.
+struct Reading {
+    defaults: annotations::Defaults,
+    classes: BTreeMap<String, crate::config::LbClass>,
+}
+
 /// Every object of the cluster, by the rule, and what the Services add.
 async fn inventory(
     cloud: &OpenStack,
     cluster: &str,
     project: Option<&str>,
     services: &[Service],
+    reading: &Reading,
 ) -> anyhow::Result<Inventory> {
     let mut out = Inventory::default();
     let mut keep = BTreeSet::new();
@@ -209,23 +220,25 @@ async fn inventory(
     for service in services {
         let (namespace, name) = (service.namespace().unwrap_or_default(), service.name_any());
         let named = Named { namespace: namespace.clone(), name: name.clone() };
-        if service.finalizers().iter().any(|f| f == FINALIZER) {
+        let finalized = service.finalizers().iter().any(|f| f == FINALIZER);
+        if finalized {
             out.finalized.push(named.clone());
         }
-        if !wants_load_balancer(service) && !service.finalizers().iter().any(|f| f == FINALIZER) {
+        if !wants_load_balancer(service) && !finalized {
             continue;
         }
-        if service
-            .annotations()
-            .get("loadbalancer.openstack.org/keep-floatingip")
-            .is_some_and(|v| v == "true")
-        {
+        // As the controller's clean-up reads them (broken annotations never keep it from going).
+        let settings = annotations::settings_for_cleanup(
+            service.annotations(),
+            &reading.defaults,
+            &reading.classes,
+        );
+        if settings.keep_floating_ip {
             keep.insert(named.clone());
         }
         let uid = service.metadata.uid.clone().unwrap_or_default();
         let id = ServiceId::new(cluster, &namespace, &name, &uid);
-        let annotated =
-            service.annotations().get(annotations::LOAD_BALANCER_ID).map(String::as_str);
+        let annotated = settings.load_balancer_id.as_deref();
         // Found already by the rule (by the annotated ID, or by its name): no lookup.
         let listed = out.load_balancers.iter().any(|(lb, _)| {
             Some(lb.id.as_str()) == annotated
@@ -243,7 +256,9 @@ async fn inventory(
             out.load_balancers.push((lb, named));
         }
     }
-    let fips = cloud.all_floating_ips(project).await?;
+    let filter: Vec<(&'static str, String)> =
+        project.map(|p| ("project_id", p.to_owned())).into_iter().collect();
+    let fips = cloud.floating_ips(&filter).await?;
     for fip in fips {
         let on = out
             .load_balancers

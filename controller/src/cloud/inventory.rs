@@ -1,10 +1,9 @@
 //! Everything of one kind the credentials may list in a project, for `purge`: the load
-//! balancers and listeners (page after page), the floating IPs, the security groups and
-//! Octavia's ports. `None` for the project
+//! balancers and listeners (page after page), the security groups and Octavia's ports (the
+//! floating IPs come through `LoadBalancing::floating_ips` with a `project_id` filter). `None` for the project
 //! lists what the credentials see: their own project, or every project for an admin's (purge
 //! checks that what it would delete lies in one).
 
-use super::floating_ips::{self, FloatingIp};
 use super::neutron::{self, OwnedPort};
 use super::octavia::{self, Listener, LoadBalancer};
 use super::security_groups::{self, SecurityGroup};
@@ -28,16 +27,6 @@ impl OpenStack {
         let what = project_text("the listeners", project);
         self.call("load-balancer", "listener_list", &what, |s| async move {
             octavia::listeners_of(&s, project).await
-        })
-        .await
-    }
-
-    /// The floating IPs of `project`.
-    pub(crate) async fn all_floating_ips(&self, project: Option<&str>) -> Result<Vec<FloatingIp>> {
-        let what = project_text("the floating IPs", project);
-        let filter = &project_filter(project);
-        self.call("network", "floatingip_list", &what, |s| async move {
-            floating_ips::list(&s, filter).await
         })
         .await
     }

@@ -53,6 +53,7 @@ async fn one<L: LoadBalancing>(
         super::cleanup::cleanup(&service, &ctx, &conf).await?;
         remove_finalizer(&service, &ctx).await?;
         ctx.notices.forget(&super::key(&service));
+        ctx.left_out.forget(&super::key(&service));
     }
     Ok(Action::await_change())
 }

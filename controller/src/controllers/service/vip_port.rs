@@ -30,17 +30,6 @@ pub(crate) fn left_behind<'p>(
     ports.iter().filter(move |p| p.name == name && p.device_owner == OCTAVIA)
 }
 
-/// The VIP ports Octavia made for load balancer `id` that are still there (once it is gone:
-/// the ones it left behind).
-pub(crate) async fn left_by_octavia<L: LoadBalancing>(
-    cloud: &L,
-    id: &str,
-) -> Result<Vec<OwnedPort>> {
-    let doing = format!("looking up the VIP port of load balancer {id}");
-    let found = cloud.ports_named(&name(id)).await.map_err(Error::cloud(doing))?;
-    Ok(left_behind(id, &found).cloned().collect())
-}
-
 /// Once `lb` (the Service's own) is gone: its VIP port, if Octavia left it, with what a
 /// controller made on it.
 pub(crate) async fn clean_left<L: LoadBalancing>(
@@ -49,7 +38,9 @@ pub(crate) async fn clean_left<L: LoadBalancing>(
     service: &ServiceId<'_>,
     keep_floating_ip: bool,
 ) -> Result<()> {
-    for port in &left_by_octavia(cloud, &lb.id).await? {
+    let doing = format!("looking up the VIP port of load balancer {}", lb.id);
+    let found = cloud.ports_named(&name(&lb.id)).await.map_err(Error::cloud(doing))?;
+    for port in left_behind(&lb.id, &found) {
         let on_port = LoadBalancer { vip_port_id: port.id.clone(), ..lb.clone() };
         floating::release_all(cloud, &on_port, service, keep_floating_ip).await?;
         let doing = format!("deleting port {} ({}, left by Octavia)", port.id, port.name);
