@@ -108,12 +108,13 @@ async fn members_are_the_nodes_own_ports_on_the_member_subnet_and_a_node_moved_o
 
     // Node b's port leaves the member subnet: at the next resync it leaves the pool, told once.
     scene(&env, &["port-delete", &b_back]).await;
-    let left = until("node b out of the pool", &process, async || {
+    // Octavia lists the new members while still PENDING_UPDATE: waited for, ACTIVE at the end.
+    until("node b out of the pool, the load balancer ACTIVE", &process, async || {
         let lb = lb_list(&env, &name).await[0].clone();
-        (members(&lb) == [("10.0.0.61".to_owned(), back.clone())]).then_some(lb)
+        let out = members(&lb) == [("10.0.0.61".to_owned(), back.clone())];
+        (out && lb["provisioning_status"] == "ACTIVE").then_some(())
     })
     .await;
-    assert_eq!(left["provisioning_status"], "ACTIVE");
     until("one MembersLeftOut", &process, async || {
         let n = reasons(&fake).iter().filter(|r| *r == "MembersLeftOut").count();
         (n == 1).then_some(())
